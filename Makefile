@@ -1,0 +1,30 @@
+# The README's two commands live here. `make test` works on a fresh clone with only Node, npm
+# and (or the rights to install) redis-server.
+.PHONY: test deps redis-server typecheck lint unit bench build
+
+test: deps redis-server typecheck lint unit
+
+# npm ci when node_modules is missing or older than the lockfile.
+deps: node_modules/.installed
+node_modules/.installed: package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+redis-server:
+	@sh scripts/ensure-redis-server.sh
+
+typecheck: deps
+	npx tsc --noEmit
+
+lint: deps
+	npx eslint .
+	npx prettier --check .
+
+unit: deps
+	npx vitest run
+
+build: deps
+	npx tsc -p tsconfig.build.json
+
+bench: deps redis-server
+	npm run bench -- harness

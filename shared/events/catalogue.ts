@@ -1,0 +1,46 @@
+/**
+ * Every CloudEvent type the project consumes or produces. Ours are reverse-DNS under the API group
+ * (edgeai.io -> io.edgeai); the Knative sources' types are listed so Triggers and handlers name
+ * them from one place.
+ */
+
+const eventTypes = Object.freeze({
+  /** Knative PingSource tick (reconcile-tick, aset-scheduler policy tick). */
+  pingTick: 'dev.knative.sources.ping',
+  /** Knative ApiServerSource, Resource mode. */
+  apiServerAdd: 'dev.knative.apiserver.resource.add',
+  apiServerUpdate: 'dev.knative.apiserver.resource.update',
+  apiServerDelete: 'dev.knative.apiserver.resource.delete',
+  /** Edge worker status report (WorkerMessage) for upstream-status. */
+  workerStatusReported: 'io.edgeai.jointinference.status.reported',
+  /** Task delivered to an edge node by downstream-sync. */
+  taskSynced: 'io.edgeai.jointinference.task.synced',
+  /** Input for the edge worker. */
+  inferenceRequested: 'io.edgeai.inference.requested',
+  /** Input the edge found hard, for the cloud worker. */
+  inferenceHardExample: 'io.edgeai.inference.hard-example',
+  /** A final prediction. */
+  inferenceCompleted: 'io.edgeai.inference.completed',
+  /** ML graph: predict request, reward by prediction id, partial result for a join. */
+  graphPredict: 'io.edgeai.mlgraph.predict',
+  graphReward: 'io.edgeai.mlgraph.reward',
+  graphPartial: 'io.edgeai.mlgraph.partial',
+  graphJoined: 'io.edgeai.mlgraph.joined',
+  /** ASET: a client stream asks for placement, ends, or was placed / rejected. */
+  streamRequested: 'io.edgeai.aset.stream.requested',
+  streamEnded: 'io.edgeai.aset.stream.ended',
+  streamBound: 'io.edgeai.aset.stream.bound',
+  streamRejected: 'io.edgeai.aset.stream.rejected',
+} as const);
+
+type EventType = (typeof eventTypes)[keyof typeof eventTypes];
+
+const knownTypes: ReadonlySet<string> = new Set(Object.values(eventTypes));
+
+/** Narrows a string to a catalogued event type. */
+function isEventType(value: string): value is EventType {
+  return knownTypes.has(value);
+}
+
+export { eventTypes, isEventType };
+export type { EventType };

@@ -1,0 +1,7 @@
+/** CloudEvents: the type catalogue, HTTP decoding and encoding, media types. */
+export { eventTypes, isEventType } from './catalogue.js';
+export { decodeEvent, encodeBinary } from './cloudevents.js';
+export { parseMediaType, decodeBytes } from './media.js';
+export type { EventType } from './catalogue.js';
+export type { IncomingEvent, OutgoingEvent } from './cloudevents.js';
+export type { MediaType } from './media.js';

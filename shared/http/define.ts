@@ -1,0 +1,156 @@
+/**
+ * How a function is declared: the CloudEvent types it consumes (each with a data schema and the
+ * reply types it may send) and the plain HTTP routes it serves. Declaring replies up front lets
+ * `defineFunction` refuse a function that would answer an event with a type it also consumes —
+ * through the Broker that is an infinite loop.
+ */
+import type { z } from 'zod';
+import type { IncomingEvent, OutgoingEvent } from '../events/index.js';
+import type { Logger } from '../telemetry/index.js';
+import { parseInput } from '../schema/index.js';
+
+/** What a handler answers. */
+type Answer =
+  /** 200 with a binary-mode CloudEvent that the Broker re-ingests. */
+  | { kind: 'reply'; event: Omit<OutgoingEvent, 'source'> & { source?: string } }
+  /** 202: accepted, nothing to reply. */
+  | { kind: 'accepted' }
+  /** A plain HTTP answer with a JSON body (HTTP routes). */
+  | { kind: 'json'; status?: number; body: unknown; headers?: Readonly<Record<string, string>> };
+
+/** Per-request facts a handler may use: its log line's logger and the trace to propagate. */
+interface RequestContext {
+  log: Logger;
+  /** W3C traceparent for this request's span: pass it on outgoing calls. */
+  traceparent: string;
+  headers: Readonly<Record<string, string | string[] | undefined>>;
+}
+
+/** A consumed CloudEvent type, type-erased once its data schema is bound. */
+interface EventRoute {
+  readonly type: string;
+  readonly replies: readonly string[];
+  run(event: IncomingEvent, ctx: RequestContext): Promise<Answer>;
+}
+
+/** A plain HTTP route, type-erased once its schemas are bound. */
+interface HttpRoute {
+  readonly method: HttpMethod;
+  readonly path: string;
+  readonly segments: readonly string[];
+  run(
+    request: { body: unknown; params: Record<string, string> },
+    ctx: RequestContext,
+  ): Promise<Answer>;
+}
+
+/** A dependency the function needs; readiness fails (503) while `check` rejects. */
+interface ReadinessCheck {
+  name: string;
+  check(): Promise<void>;
+}
+
+interface FunctionDefinition {
+  readonly name: string;
+  /** CloudEvent `source` of this function's replies. */
+  readonly source: string;
+  readonly events: readonly EventRoute[];
+  readonly routes: readonly HttpRoute[];
+  readonly readiness: readonly ReadinessCheck[];
+}
+
+const httpMethods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+type HttpMethod = (typeof httpMethods)[number];
+
+/** Binds a CloudEvent type to a data schema and a handler that receives parsed data. */
+function onEvent<S extends z.ZodType>(spec: {
+  type: string;
+  data: S;
+  replies?: readonly string[];
+  handle(input: { data: z.output<S>; event: IncomingEvent }, ctx: RequestContext): Promise<Answer>;
+}): EventRoute {
+  return {
+    type: spec.type,
+    replies: spec.replies ?? [],
+    run: (event, ctx) =>
+      spec.handle({ data: parseInput(spec.data, event.data, 'data'), event }, ctx),
+  };
+}
+
+/**
+ * Binds `METHOD /path/:param` to a handler. `params` and `body` schemas validate the path
+ * segments and the JSON body; a route without `body` takes none.
+ */
+function onRequest<P extends z.ZodType, B extends z.ZodType>(spec: {
+  method: HttpMethod;
+  path: string;
+  params?: P;
+  body?: B;
+  handle(input: { params: z.output<P>; body: z.output<B> }, ctx: RequestContext): Promise<Answer>;
+}): HttpRoute {
+  if (!spec.path.startsWith('/')) throw new Error(`route path must start with "/": ${spec.path}`);
+  return {
+    method: spec.method,
+    path: spec.path,
+    segments: spec.path.split('/').slice(1),
+    run: (request, ctx) =>
+      spec.handle(
+        {
+          params: (spec.params === undefined
+            ? request.params
+            : parseInput(spec.params, request.params, 'path')) as z.output<P>,
+          body: (spec.body === undefined
+            ? undefined
+            : parseInput(spec.body, request.body, 'body')) as z.output<B>,
+        },
+        ctx,
+      ),
+  };
+}
+
+/** Checks the declaration once, at start-up: no loops, no ambiguous types or routes. */
+function defineFunction(definition: {
+  name: string;
+  source?: string;
+  events?: readonly EventRoute[];
+  routes?: readonly HttpRoute[];
+  readiness?: readonly ReadinessCheck[];
+}): FunctionDefinition {
+  const events = definition.events ?? [];
+  const consumed = new Set<string>();
+  for (const route of events) {
+    if (consumed.has(route.type)) throw new Error(`event type ${route.type} handled twice`);
+    consumed.add(route.type);
+  }
+  for (const route of events) {
+    const loop = route.replies.find((type) => consumed.has(type));
+    if (loop !== undefined) {
+      throw new Error(`${definition.name} would reply ${loop}, a type it consumes: a Broker loop`);
+    }
+  }
+  const routes = definition.routes ?? [];
+  const seen = new Set<string>();
+  for (const route of routes) {
+    const key = `${route.method} ${route.path}`;
+    if (seen.has(key)) throw new Error(`route ${key} declared twice`);
+    seen.add(key);
+  }
+  return Object.freeze({
+    name: definition.name,
+    source: definition.source ?? `/apis/edgeai.io/functions/${definition.name}`,
+    events,
+    routes,
+    readiness: definition.readiness ?? [],
+  });
+}
+
+export { defineFunction, onEvent, onRequest, httpMethods };
+export type {
+  Answer,
+  EventRoute,
+  FunctionDefinition,
+  HttpMethod,
+  HttpRoute,
+  ReadinessCheck,
+  RequestContext,
+};
