@@ -3,6 +3,7 @@
  * The SDK fills in a missing id or time and ignores malformed ones, which would defeat
  * deduplication by (source, id); so required attributes are checked here before it runs.
  */
+import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { CloudEvent, HTTP, ValidationError as SdkValidationError } from 'cloudevents';
 import { z } from 'zod';
@@ -115,15 +116,22 @@ function sdkEvent(message: {
   }
 }
 
+/**
+ * The decoded event. Attributes the sender left out stay undefined (the SDK would fill in a time
+ * of its own); extensions are what is left of the sender's attributes.
+ */
 function toIncoming(
   mode: IncomingEvent['mode'],
+  attributes: Readonly<Record<string, unknown>>,
   event: CloudEvent<unknown>,
   data: unknown,
 ): IncomingEvent {
   const extensions: Record<string, unknown> = {};
-  for (const [name, value] of Object.entries(event.toJSON())) {
-    if (!contextAttributes.has(name) && value !== undefined) extensions[name] = value;
+  for (const name in attributes) {
+    if (!contextAttributes.has(name) && attributes[name] !== undefined)
+      extensions[name] = attributes[name];
   }
+  const time = attributes['time'];
   return Object.freeze({
     mode,
     specversion: event.specversion,
@@ -131,7 +139,7 @@ function toIncoming(
     source: event.source,
     type: event.type,
     subject: event.subject,
-    time: event.time,
+    time: typeof time === 'string' ? time : undefined,
     datacontenttype: event.datacontenttype,
     dataschema: event.dataschema,
     extensions: Object.freeze(extensions),
@@ -140,22 +148,24 @@ function toIncoming(
 }
 
 function decodeBinary(headers: IncomingHttpHeaders, body: Uint8Array): IncomingEvent {
-  const flat: Record<string, string> = {};
+  // Only the ce-* headers and Content-Type go to the SDK: it copies and scans all it is given.
+  const cloudHeaders: Record<string, string> = {};
   const attributes: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) {
+  for (const name in headers) {
+    if (!name.startsWith('ce-')) continue;
+    const value = headers[name];
     if (value === undefined) continue;
-    const text = Array.isArray(value) ? value.join(',') : value;
-    flat[name] = text;
-    if (name.startsWith('ce-')) attributes[name.slice(3)] = text;
+    const text = fromHeaderValue(Array.isArray(value) ? value.join(',') : value);
+    cloudHeaders[name] = attributes[name.slice(3)] = text;
   }
   parseInput(envelopeSchema, attributes, (path) => `CloudEvent header ce-${path}`);
   checkExtensionNames(Object.keys(attributes).filter((n) => !contextAttributes.has(n)));
   // No Content-Type in binary mode: JSON, the default the SDKs and Knative use when sending.
-  const contentType = flat['content-type'] ?? 'application/json';
-  flat['content-type'] = contentType;
-  const event = sdkEvent({ headers: flat, body: undefined });
+  const contentType = headers['content-type'] ?? 'application/json';
+  cloudHeaders['content-type'] = contentType;
+  const event = sdkEvent({ headers: cloudHeaders, body: undefined });
   const data = decodeBytes(body, parseMediaType(contentType, 'Content-Type'), 'data');
-  return toIncoming('binary', event, data);
+  return toIncoming('binary', attributes, event, data);
 }
 
 function decodeStructured(media: MediaType, body: Uint8Array): IncomingEvent {
@@ -180,7 +190,7 @@ function decodeStructured(media: MediaType, body: Uint8Array): IncomingEvent {
     headers: { 'content-type': 'application/cloudevents+json' },
     body: fields,
   });
-  return toIncoming('structured', event, data);
+  return toIncoming('structured', fields, event, data);
 }
 
 /**
@@ -198,19 +208,53 @@ function decodeEvent(
   return undefined;
 }
 
-/** Encodes a reply in binary mode: ce-* headers and a JSON body. */
+const headerSafe = /^[\x21\x23\x24\x26-\x7e]*$/;
+
+/**
+ * Percent-encodes what the HTTP binding (CloudEvents 1.0.2, 3.1.3.2) says a header value must
+ * not carry raw: space, double quote, percent and anything outside printable ASCII.
+ */
+function headerValue(value: string): string {
+  if (headerSafe.test(value)) return value;
+  let out = '';
+  for (const char of value) {
+    if (headerSafe.test(char)) out += char;
+    else
+      for (const byte of Buffer.from(char, 'utf8'))
+        out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
+/** Reverses headerValue; a value that is not valid percent-encoding is taken as sent. */
+function fromHeaderValue(value: string): string {
+  if (!value.includes('%')) return value;
+  try {
+    return decodeURIComponent(value);
+  } catch {
+    return value;
+  }
+}
+
+/**
+ * Encodes a reply in binary mode: ce-* headers and a JSON body. Written out directly rather than
+ * through the SDK's CloudEvent class, which costs more than the rest of the reply path together
+ * and does not percent-encode header values.
+ */
 function encodeBinary(event: OutgoingEvent): { headers: Record<string, string>; body: string } {
-  const cloudEvent = new CloudEvent<undefined>({
-    type: event.type,
-    source: event.source,
-    datacontenttype: 'application/json',
-    ...(event.subject === undefined ? {} : { subject: event.subject }),
-    ...event.extensions,
-  });
-  const { headers } = HTTP.binary(cloudEvent);
-  const flat: Record<string, string> = {};
-  for (const [name, value] of Object.entries(headers)) flat[name] = String(value);
-  return { headers: flat, body: event.data === undefined ? '' : JSON.stringify(event.data) };
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'ce-specversion': '1.0',
+    'ce-id': randomUUID(),
+    'ce-time': new Date().toISOString(),
+    'ce-type': headerValue(event.type),
+    'ce-source': headerValue(event.source),
+  };
+  if (event.subject !== undefined) headers['ce-subject'] = headerValue(event.subject);
+  for (const name in event.extensions) {
+    headers[`ce-${name}`] = headerValue(event.extensions[name]!);
+  }
+  return { headers, body: event.data === undefined ? '' : JSON.stringify(event.data) };
 }
 
 export { decodeEvent, encodeBinary, eventMode };

@@ -1,38 +1,49 @@
 /**
  * Reads a request body with a hard limit. The limit is enforced while reading, so an oversize
- * body costs at most `limit` bytes of memory, not its whole size.
+ * body costs at most `limit` bytes of memory, not its whole size. Callback-based on purpose:
+ * this runs on every request, and each promise costs async-hook work once functions-framework
+ * has loaded `domain`.
  */
 import type { IncomingMessage } from 'node:http';
 import { PayloadTooLargeError, UnsupportedMediaTypeError } from '../errors/index.js';
 
-/** Resolves with the whole body, or rejects with a 413 / 415 the caller turns into an answer. */
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
+/** Calls `done` once, with the whole body or with a 413 / 415 to answer. */
+function readBody(
+  req: IncomingMessage,
+  limit: number,
+  done: (err: Error | undefined, body: Buffer) => void,
+): void {
+  const empty = Buffer.alloc(0);
   const tooLarge = () =>
     new PayloadTooLargeError(`request body exceeds the limit of ${limit} bytes`);
   const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) return Promise.reject(tooLarge());
+  if (declared !== undefined && Number(declared) > limit) return done(tooLarge(), empty);
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
-    return Promise.reject(
+    return done(
       new UnsupportedMediaTypeError(`Content-Encoding ${encoding} is not supported`),
+      empty,
     );
   }
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        req.off('data', onData);
-        reject(tooLarge());
-        return;
-      }
-      chunks.push(chunk);
-    };
-    req.on('data', onData);
-    req.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
-    req.once('error', reject);
-  });
+  const chunks: Buffer[] = [];
+  let size = 0;
+  let finished = false;
+  const finish = (err: Error | undefined, body: Buffer) => {
+    if (finished) return;
+    finished = true;
+    req.off('data', onData);
+    done(err, body);
+  };
+  const onData = (chunk: Buffer) => {
+    size += chunk.length;
+    if (size > limit) finish(tooLarge(), empty);
+    else chunks.push(chunk);
+  };
+  req.on('data', onData);
+  req.once('end', () =>
+    finish(undefined, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)),
+  );
+  req.once('error', (err) => finish(err, empty));
 }
 
 export { readBody };

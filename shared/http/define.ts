@@ -20,7 +20,7 @@ type Answer =
 
 /** Per-request facts a handler may use: its log line's logger and the trace to propagate. */
 interface RequestContext {
-  log: Logger;
+  readonly log: Logger;
   /** W3C traceparent for this request's span: pass it on outgoing calls. */
   traceparent: string;
   headers: Readonly<Record<string, string | string[] | undefined>>;

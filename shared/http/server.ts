@@ -9,11 +9,29 @@
 import type { Server } from 'node:http';
 import { http } from '@google-cloud/functions-framework';
 import { getTestServer } from '@google-cloud/functions-framework/testing';
+import { ValidationError } from '../errors/index.js';
 import type { Telemetry } from '../telemetry/index.js';
 import { readBody } from './body.js';
 import type { FunctionDefinition } from './define.js';
 import { createHandler } from './handler.js';
 import type { BufferedRequest } from './handler.js';
+
+/**
+ * Express's router answers a path with broken percent-encoding with an HTML page carrying a
+ * stack trace; refuse such paths here, in the JSON error format.
+ */
+function checkPath(url: string | undefined): string {
+  const path = (url ?? '/').split('?', 1)[0] ?? '/';
+  try {
+    decodeURIComponent(path);
+  } catch {
+    throw new ValidationError(`request path ${JSON.stringify(path)} is not valid percent-encoding`);
+  }
+  return path;
+}
+
+/** Paths the framework answers itself with an empty 404; ours get the JSON error format. */
+const frameworkIgnored = new Set(['/favicon.ico', '/robots.txt']);
 
 interface ServerOptions {
   telemetry: Telemetry;
@@ -33,18 +51,24 @@ function buildServer(definition: FunctionDefinition, options: ServerOptions): Se
   if (app === undefined) throw new Error('functions-framework server has no request listener');
   server.removeAllListeners('request');
   server.on('request', (req: BufferedRequest, res) => {
-    readBody(req, options.bodyLimitBytes).then(
-      (body) => {
-        req.rawBody = body;
-        app(req, res);
-      },
-      (err: unknown) => {
-        // The unread rest of the body is discarded and the connection closed after the answer.
-        res.shouldKeepAlive = false;
-        req.resume();
-        handler.reject(req, res, err);
-      },
-    );
+    const refuse = (err: unknown) => {
+      // The unread rest of the body is discarded and the connection closed after the answer.
+      res.shouldKeepAlive = false;
+      req.resume();
+      handler.reject(req, res, err);
+    };
+    let path: string;
+    try {
+      path = checkPath(req.url);
+    } catch (err) {
+      return refuse(err);
+    }
+    readBody(req, options.bodyLimitBytes, (err, body) => {
+      if (err !== undefined) return refuse(err);
+      req.rawBody = body;
+      if (frameworkIgnored.has(path)) handler.handle(req, res);
+      else app(req, res);
+    });
   });
   return server;
 }

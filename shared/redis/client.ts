@@ -26,13 +26,15 @@ function classify(err: unknown): Error {
   return new UnavailableError(`redis unavailable: ${err.message}`, 1, { cause: err });
 }
 
-/** ioredis with every command's failure classified (scripts and pipelines go through here). */
+/**
+ * ioredis with every command's failure classified (scripts go through here too). The command's
+ * own reject is wrapped rather than its promise, which would cost a second promise per command.
+ */
 class GuardedRedis extends Redis {
   override sendCommand(command: Command, stream?: Parameters<Redis['sendCommand']>[1]): unknown {
-    const result = super.sendCommand(command, stream);
-    return result instanceof Promise
-      ? result.catch((err: unknown) => Promise.reject(classify(err)))
-      : result;
+    const reject = command.reject;
+    command.reject = (err: Error) => reject.call(command, classify(err));
+    return super.sendCommand(command, stream);
   }
 }
 
@@ -84,19 +86,34 @@ function redisReadiness(client: RedisClient) {
   };
 }
 
-/** Invokes a script registered with `defineCommand` (ioredis adds it as a method at run time). */
-function scriptRunner(client: RedisClient, name: string, numberOfKeys: number, lua: string) {
+type ScriptMethod = (
+  this: RedisClient,
+  ...keysThenArgs: Array<string | number>
+) => Promise<unknown>;
+
+/** Registers `lua` once with defineCommand (EVALSHA, EVAL on NOSCRIPT) and returns the method. */
+function defineScript(
+  client: RedisClient,
+  name: string,
+  numberOfKeys: number,
+  lua: string,
+): ScriptMethod {
   client.defineCommand(name, { numberOfKeys, lua });
   const method = (client as unknown as Record<string, unknown>)[name];
   if (typeof method !== 'function') throw new Error(`script ${name} was not defined`);
-  const call = method as (this: RedisClient, ...args: Array<string | number>) => Promise<unknown>;
+  return method as ScriptMethod;
+}
+
+/** A script runner taking its keys and arguments apart, checked against its key count. */
+function scriptRunner(client: RedisClient, name: string, numberOfKeys: number, lua: string) {
+  const method = defineScript(client, name, numberOfKeys, lua);
   return (keys: readonly string[], args: ReadonlyArray<string | number>): Promise<unknown> => {
     if (keys.length !== numberOfKeys) {
       throw new Error(`script ${name} takes ${numberOfKeys} keys, got ${keys.length}`);
     }
-    return call.call(client, ...keys, ...args);
+    return method.apply(client, [...keys, ...args]);
   };
 }
 
-export { createRedis, waitReady, redisReadiness, scriptRunner };
+export { createRedis, waitReady, redisReadiness, defineScript, scriptRunner };
 export type { RedisClient, RedisConfig };

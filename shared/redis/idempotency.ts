@@ -1,11 +1,13 @@
 /**
- * Exactly-once effects for redelivered events. The dedupe marker (SET NX EX on the event's
- * source and id) and the effect run in one Lua script, so there is no window where the marker
- * exists but the effect does not (a crash there would lose the event) or the reverse (a
- * redelivery would apply it twice).
+ * Exactly-once effects for redelivered events. The dedupe marker (a key on the event's source
+ * and id, with a TTL) and the effect run in one Lua script, so there is no window where the
+ * marker exists but the effect does not (a crash there would lose the event) or the reverse (a
+ * redelivery would apply it twice). Redis does not roll back a script that raises, so the effect
+ * runs under pcall and a failure removes the marker again: a failed effect stays retryable.
+ * (Writes an effect made before failing are not undone: effects check first, then write.)
  */
 import type { RedisClient } from './client.js';
-import { scriptRunner } from './client.js';
+import { defineScript } from './client.js';
 import { hashTag, key } from './keys.js';
 
 /** Which delivery this is: the event's source and id, and the hash tag of the keys it touches. */
@@ -45,19 +47,30 @@ function defineIdempotentScript(
     'local function effect()',
     spec.lua,
     'end',
-    'return {1, effect()}',
+    'local ok, result = pcall(effect)',
+    // A failed or refused effect must stay retryable: drop the marker and pass the error on.
+    "local failed = not ok or (type(result) == 'table' and result.err ~= nil)",
+    "if failed then redis.call('DEL', seen) end",
+    "if not ok and type(result) ~= 'table' then return redis.error_reply(tostring(result)) end",
+    'if failed then return result end',
+    'return {1, result}',
   ].join('\n');
-  const run = scriptRunner(client, name, spec.keys + 1, wrapped);
-  return async (
+  const method = defineScript(client, name, spec.keys + 1, wrapped);
+  const decode = (reply: unknown): IdempotentOutcome => {
+    const [applied, result] = reply as [number, unknown];
+    return applied === 1 ? { applied: true, result } : { applied: false };
+  };
+  return (
     delivery: Delivery,
     keys: readonly string[],
     args: ReadonlyArray<string | number>,
   ): Promise<IdempotentOutcome> => {
-    const reply = (await run(
-      [deliveryKey(delivery), ...keys],
-      [spec.ttlSeconds, ...args],
-    )) as unknown[];
-    return reply[0] === 1 ? { applied: true, result: reply[1] } : { applied: false };
+    if (keys.length !== spec.keys) {
+      throw new Error(`script ${name} takes ${spec.keys} keys, got ${keys.length}`);
+    }
+    return method
+      .apply(client, [deliveryKey(delivery), ...keys, spec.ttlSeconds, ...args])
+      .then(decode);
   };
 }
 

@@ -3,7 +3,7 @@
  * otherwise a private redis-server stopped at the end.
  */
 import type { TestProject } from 'vitest/node';
-import { startRedisServer } from './redis-server.js';
+import { startRedisServer } from '../../shared/local/index.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

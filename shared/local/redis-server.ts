@@ -1,6 +1,7 @@
 /**
- * A private redis-server for tests: spawned on a free port, with no persistence, and stoppable
- * and restartable on the same port so tests can take Redis away and bring it back.
+ * A private redis-server for tests, benchmarks and the local stack when no REDIS_URL is given:
+ * spawned on a free port with no persistence, stoppable and restartable on the same port so
+ * tests can take Redis away and bring it back.
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -8,7 +9,7 @@ import { once } from 'node:events';
 import { createServer, connect } from 'node:net';
 
 /** A free TCP port on 127.0.0.1, as chosen by the kernel. */
-export async function freePort(): Promise<number> {
+async function freePort(): Promise<number> {
   const server = createServer();
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
@@ -34,7 +35,7 @@ async function accepting(port: number, deadline: number): Promise<void> {
   }
 }
 
-export interface RedisServer {
+interface RedisServer {
   port: number;
   url: string;
   stop(): Promise<void>;
@@ -42,7 +43,7 @@ export interface RedisServer {
 }
 
 /** Starts redis-server (the binary `make test` ensures is installed) on a free port. */
-export async function startRedisServer(): Promise<RedisServer> {
+async function startRedisServer(): Promise<RedisServer> {
   const port = await freePort();
   let child: ChildProcess | undefined;
   const server: RedisServer = {
@@ -72,3 +73,6 @@ export async function startRedisServer(): Promise<RedisServer> {
   await server.start();
   return server;
 }
+
+export { freePort, startRedisServer };
+export type { RedisServer };

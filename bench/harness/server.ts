@@ -1,0 +1,53 @@
+/**
+ * The two servers bench/harness compares, one per child process so each gets a core of its own:
+ * `hello` is a bare functions-framework HTTP function; `edgeai` is a function built with
+ * shared/http that decodes the same 3 KB binary CloudEvent, validates its data and replies with
+ * an event. Sends { port } over IPC once listening.
+ */
+import { once } from 'node:events';
+import type { Server } from 'node:http';
+import { http } from '@google-cloud/functions-framework';
+import { getTestServer } from '@google-cloud/functions-framework/testing';
+import { z } from 'zod';
+import { buildServer, defineFunction, onEvent } from '../../shared/http/index.js';
+import { createTelemetry } from '../../shared/telemetry/index.js';
+
+const mode = process.argv[2];
+
+function hello(): Server {
+  http('hello', (_req, res) => {
+    res.send('hello');
+  });
+  return getTestServer('hello');
+}
+
+function edgeai(): Server {
+  const definition = defineFunction({
+    name: 'bench',
+    events: [
+      onEvent({
+        type: 'io.edgeai.bench.requested',
+        data: z.object({ node: z.string(), samples: z.array(z.number()).max(1024) }),
+        replies: ['io.edgeai.bench.completed'],
+        handle: async ({ data }) => ({
+          kind: 'reply',
+          event: {
+            type: 'io.edgeai.bench.completed',
+            data: { node: data.node, n: data.samples.length },
+          },
+        }),
+      }),
+    ],
+  });
+  // Logging stays on (info, one line per request), written to the child's stdout.
+  const telemetry = createTelemetry({ functionName: 'bench', level: 'info' });
+  return buildServer(definition, { telemetry, bodyLimitBytes: 1 << 20, readinessTimeoutMs: 1000 });
+}
+
+const server = mode === 'hello' ? hello() : mode === 'edgeai' ? edgeai() : undefined;
+if (server === undefined) throw new Error(`mode must be hello or edgeai, got ${mode}`);
+server.listen(0, '127.0.0.1');
+await once(server, 'listening');
+const address = server.address();
+if (address === null || typeof address === 'string') throw new Error('no address');
+process.send?.({ port: address.port });

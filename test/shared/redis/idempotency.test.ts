@@ -1,0 +1,119 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { UnavailableError } from '../../../shared/errors/index.js';
+import { createRedis, defineIdempotentScript, hashTag, key } from '../../../shared/redis/index.js';
+import { freePort } from '../../../shared/local/index.js';
+import { testRedis } from '../../support/redis.js';
+import type { TestRedis } from '../../support/redis.js';
+
+describe('defineIdempotentScript', () => {
+  let redis: TestRedis;
+  let add: ReturnType<typeof defineIdempotentScript>;
+  const counter = key('count', hashTag('t1'));
+
+  beforeAll(async () => {
+    redis = await testRedis();
+    add = defineIdempotentScript(redis.client, 'testAdd', {
+      keys: 1,
+      ttlSeconds: 60,
+      lua: "return redis.call('INCRBY', KEYS[1], ARGV[1])",
+    });
+  });
+  afterAll(() => redis.close());
+
+  it('applies a delivery once; a redelivery has no second effect', async () => {
+    const delivery = { source: '/edge/a', id: 'e1', tag: 't1' };
+    expect(await add(delivery, [counter], [5])).toEqual({ applied: true, result: 5 });
+    expect(await add(delivery, [counter], [5])).toEqual({ applied: false });
+    expect(await add({ ...delivery, id: 'e2' }, [counter], [1])).toEqual({
+      applied: true,
+      result: 6,
+    });
+    expect(await redis.client.get(counter)).toBe('6');
+  });
+
+  it('keeps (source, id) pairs apart even when the separator appears in them', async () => {
+    const other = key('count', hashTag('t1'), 'sep');
+    expect(await add({ source: 'a:b', id: 'c', tag: 't1' }, [other], [1])).toMatchObject({
+      applied: true,
+    });
+    expect(await add({ source: 'a', id: 'b:c', tag: 't1' }, [other], [1])).toMatchObject({
+      applied: true,
+    });
+    expect(await redis.client.get(other)).toBe('2');
+  });
+
+  it('applies exactly once under 50 concurrent deliveries of one event', async () => {
+    const racing = key('count', hashTag('t1'), 'race');
+    const delivery = { source: '/edge/b', id: 'same', tag: 't1' };
+    const outcomes = await Promise.all(
+      Array.from({ length: 50 }, () => add(delivery, [racing], [1])),
+    );
+    expect(outcomes.filter((o) => o.applied)).toHaveLength(1);
+    expect(await redis.client.get(racing)).toBe('1');
+  });
+
+  it('expires the marker after the TTL and stores it under the installation prefix', async () => {
+    await add({ source: '/ttl', id: 'x', tag: 't1' }, [counter], [0]);
+    const raw = await redis.client.scan(
+      '0',
+      'MATCH',
+      `${redis.prefix}seen:{t1}:4:/ttl:x`,
+      'COUNT',
+      1000,
+    );
+    expect(raw[1]).toHaveLength(1);
+    const ttl = await redis.client.ttl('seen:{t1}:4:/ttl:x');
+    expect(ttl).toBeGreaterThan(0);
+    expect(ttl).toBeLessThanOrEqual(60);
+  });
+
+  it('leaves no marker when the effect fails, so the redelivery can still apply', async () => {
+    const failing = defineIdempotentScript(redis.client, 'testFail', {
+      keys: 1,
+      ttlSeconds: 60,
+      lua: [
+        "if ARGV[1] == 'boom' then return redis.error_reply('effect refused') end",
+        "if ARGV[1] == 'raise' then error('raised') end",
+        "if ARGV[1] == 'wrongtype' then redis.call('HSET', KEYS[1], 'f', 1) end",
+        "return redis.call('INCR', KEYS[1])",
+      ].join('\n'),
+    });
+    const target = key('count', hashTag('t1'), 'fail');
+    const delivery = { source: '/f', id: '1', tag: 't1' };
+    await expect(failing(delivery, [target], ['boom'])).rejects.toThrow(/effect refused/);
+    await expect(failing(delivery, [target], ['boom'])).rejects.not.toBeInstanceOf(
+      UnavailableError,
+    );
+    await expect(failing(delivery, [target], ['raise'])).rejects.toThrow(/raised/);
+    expect(await failing(delivery, [target], ['ok'])).toEqual({ applied: true, result: 1 });
+    const hashed = key('hash', hashTag('t1'));
+    const other = { ...delivery, id: '2' };
+    await expect(failing(other, [hashed], ['wrongtype'])).rejects.toThrow(/WRONGTYPE/);
+    await redis.client.del(hashed);
+    expect(await failing(other, [hashed], ['ok'])).toEqual({ applied: true, result: 1 });
+  });
+});
+
+describe('redis client without a server', () => {
+  it('rejects commands at once with an UnavailableError instead of queueing them', async () => {
+    const port = await freePort();
+    const errors: Error[] = [];
+    const client = createRedis(
+      {
+        url: `redis://127.0.0.1:${port}`,
+        keyPrefix: 'x:',
+        commandTimeoutMs: 500,
+        connectTimeoutMs: 500,
+      },
+      (err) => errors.push(err),
+    );
+    try {
+      await expect(client.get('k')).rejects.toBeInstanceOf(UnavailableError);
+      await expect(client.get('k')).rejects.toThrow(/redis unavailable/);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(errors.length).toBeGreaterThan(0);
+    } finally {
+      client.disconnect();
+    }
+  });
+});
