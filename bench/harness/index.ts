@@ -22,10 +22,12 @@ import {
 } from '../../shared/redis/index.js';
 import { finish, median, printTable } from '../support/report.js';
 
-const rounds = 3;
-const seconds = Number(process.env['BENCH_SECONDS'] ?? 5);
+const rounds = Number(process.env['BENCH_ROUNDS'] ?? 8);
+const seconds = Number(process.env['BENCH_SECONDS'] ?? 3);
 const connections = 32;
-const redisOps = Number(process.env['BENCH_REDIS_OPS'] ?? 100_000);
+const redisOps = Number(process.env['BENCH_REDIS_OPS'] ?? 25_000);
+// Short paired rounds: the ratio of each back-to-back pair is robust to the machine's drift.
+const redisRounds = 20;
 const inFlight = 64;
 
 interface HttpFigures {
@@ -77,15 +79,20 @@ async function load(url: string, duration: number): Promise<HttpFigures> {
   return { rps: result.requests.average, p50: result.latency.p50, p99: result.latency.p99 };
 }
 
-async function httpRounds(): Promise<Record<'hello' | 'edgeai', HttpFigures>> {
+/**
+ * Rounds alternate ABBA (hello first in even rounds, last in odd ones) so drift and order effects
+ * hit both servers alike; the ratio is the median of the per-round ratios.
+ */
+async function httpRounds(): Promise<Record<'hello' | 'edgeai', HttpFigures> & { ratio: number }> {
   const servers = { hello: await startChild('hello'), edgeai: await startChild('edgeai') };
   const samples: Record<'hello' | 'edgeai', HttpFigures[]> = { hello: [], edgeai: [] };
   try {
-    for (const mode of ['hello', 'edgeai'] as const) await load(servers[mode].url, 2); // warm-up
+    // V8 keeps optimizing for several seconds: warm both up before the measured rounds.
+    for (const mode of ['hello', 'edgeai'] as const) await load(servers[mode].url, 6);
     for (let round = 0; round < rounds; round++) {
-      for (const mode of ['hello', 'edgeai'] as const) {
-        samples[mode].push(await load(servers[mode].url, seconds));
-      }
+      const order =
+        round % 2 === 0 ? (['hello', 'edgeai'] as const) : (['edgeai', 'hello'] as const);
+      for (const mode of order) samples[mode].push(await load(servers[mode].url, seconds));
     }
   } finally {
     await Promise.all([servers.hello.stop(), servers.edgeai.stop()]);
@@ -95,7 +102,8 @@ async function httpRounds(): Promise<Record<'hello' | 'edgeai', HttpFigures>> {
     p50: median(list.map((s) => s.p50)),
     p99: median(list.map((s) => s.p99)),
   });
-  return { hello: summary(samples.hello), edgeai: summary(samples.edgeai) };
+  const ratios = samples.edgeai.map((s, i) => s.rps / samples.hello[i]!.rps);
+  return { hello: summary(samples.hello), edgeai: summary(samples.edgeai), ratio: median(ratios) };
 }
 
 /** Runs `op` `total` times with `inFlight` outstanding; returns operations per second. */
@@ -110,7 +118,7 @@ async function pump(total: number, op: (i: number) => Promise<unknown>): Promise
   return total / (Number(process.hrtime.bigint() - started) / 1e9);
 }
 
-async function redisRounds(): Promise<{ raw: number; idempotent: number }> {
+async function measureRedis(): Promise<{ raw: number; idempotent: number; ratio: number }> {
   const server = process.env['REDIS_URL'] ? undefined : await startRedisServer();
   const url = process.env['REDIS_URL'] ?? server!.url;
   const prefix = `bench-${randomUUID()}:`;
@@ -120,24 +128,36 @@ async function redisRounds(): Promise<{ raw: number; idempotent: number }> {
     (err) => process.stderr.write(`redis: ${err.message}\n`),
   );
   const raw = new Redis(url, { keyPrefix: prefix });
+  const counter = key('count', hashTag('bench'));
   try {
     await waitReady(guarded, 10_000);
     const add = defineIdempotentScript(guarded, 'benchAdd', { keys: 1, ttlSeconds: 60, lua });
     const sha = (await raw.script('LOAD', lua)) as string;
-    const counter = key('count', hashTag('bench'));
+    let id = 0;
     const run = String(Date.now());
     const rawOp = () => raw.evalsha(sha, 1, counter, 1);
-    const idempotentOp = (i: number) =>
-      add({ source: '/bench', id: `${run}-${i}`, tag: 'bench' }, [counter], [1]);
-    await pump(10_000, rawOp); // warm-up both connections
-    await pump(10_000, (i) => idempotentOp(i - 10_000));
+    const idempotentOp = () =>
+      add({ source: '/bench', id: `${run}-${id++}`, tag: 'bench' }, [counter], [1]);
+    await pump(20_000, rawOp); // warm-up both paths
+    await pump(20_000, idempotentOp);
     const samples = { raw: [] as number[], idempotent: [] as number[] };
-    for (let round = 0; round < rounds; round++) {
-      samples.raw.push(await pump(redisOps, rawOp));
-      samples.idempotent.push(await pump(redisOps, (i) => idempotentOp(round * redisOps + i)));
+    for (let round = 0; round < redisRounds; round++) {
+      if (round % 2 === 0) {
+        samples.raw.push(await pump(redisOps, rawOp));
+        samples.idempotent.push(await pump(redisOps, idempotentOp));
+      } else {
+        samples.idempotent.push(await pump(redisOps, idempotentOp));
+        samples.raw.push(await pump(redisOps, rawOp));
+      }
     }
-    return { raw: median(samples.raw), idempotent: median(samples.idempotent) };
+    const ratios = samples.idempotent.map((v, i) => v / samples.raw[i]!);
+    return {
+      raw: median(samples.raw),
+      idempotent: median(samples.idempotent),
+      ratio: median(ratios),
+    };
   } finally {
+    await guarded.del(counter).catch(() => undefined);
     guarded.disconnect();
     raw.disconnect();
     await server?.stop();
@@ -146,7 +166,7 @@ async function redisRounds(): Promise<{ raw: number; idempotent: number }> {
 
 export async function main(): Promise<void> {
   process.stdout.write(
-    `bench/harness: ${rounds} interleaved rounds of ${seconds}s, ${connections} connections; Redis ${redisOps} ops x ${rounds}, ${inFlight} in flight\n`,
+    `bench/harness: ${rounds} interleaved rounds of ${seconds}s, ${connections} connections; Redis ${redisOps} ops x ${redisRounds}, ${inFlight} in flight\n`,
   );
   const http = await httpRounds();
   printTable(
@@ -162,7 +182,7 @@ export async function main(): Promise<void> {
       ],
     ],
   );
-  const redis = await redisRounds();
+  const redis = await measureRedis();
   printTable(
     'Redis (one-key INCRBY script, medians)',
     ['client', 'ops/s'],
@@ -171,8 +191,8 @@ export async function main(): Promise<void> {
       ['(d) idempotency-checked write', Math.round(redis.idempotent)],
     ],
   );
-  const httpRatio = http.edgeai.rps / http.hello.rps;
-  const redisRatio = redis.idempotent / redis.raw;
+  const httpRatio = http.ratio;
+  const redisRatio = redis.ratio;
   finish(
     'harness',
     {

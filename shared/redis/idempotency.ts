@@ -7,8 +7,8 @@
  * (Writes an effect made before failing are not undone: effects check first, then write.)
  */
 import type { RedisClient } from './client.js';
-import { defineScript } from './client.js';
-import { hashTag, key } from './keys.js';
+import { luaScript, runScript } from './client.js';
+import { hashTag } from './keys.js';
 
 /** Which delivery this is: the event's source and id, and the hash tag of the keys it touches. */
 interface Delivery {
@@ -22,13 +22,8 @@ type IdempotentOutcome = { applied: true; result: unknown } | { applied: false }
 
 /** The marker key: length-prefixed so ("a:b", "c") and ("a", "b:c") never collide. */
 function deliveryKey(delivery: Delivery): string {
-  return key(
-    'seen',
-    hashTag(delivery.tag),
-    `${delivery.source.length}`,
-    delivery.source,
-    delivery.id,
-  );
+  const { source, id } = delivery;
+  return `seen:${hashTag(delivery.tag)}:${source.length}:${source}:${id}`;
 }
 
 /**
@@ -55,7 +50,8 @@ function defineIdempotentScript(
     'if failed then return result end',
     'return {1, result}',
   ].join('\n');
-  const method = defineScript(client, name, spec.keys + 1, wrapped);
+  const script = luaScript(spec.keys + 1, wrapped);
+  const ttl = String(spec.ttlSeconds);
   const decode = (reply: unknown): IdempotentOutcome => {
     const [applied, result] = reply as [number, unknown];
     return applied === 1 ? { applied: true, result } : { applied: false };
@@ -68,9 +64,9 @@ function defineIdempotentScript(
     if (keys.length !== spec.keys) {
       throw new Error(`script ${name} takes ${spec.keys} keys, got ${keys.length}`);
     }
-    return method
-      .apply(client, [deliveryKey(delivery), ...keys, spec.ttlSeconds, ...args])
-      .then(decode);
+    const argv = [deliveryKey(delivery), ...keys, ttl];
+    for (const arg of args) argv.push(String(arg));
+    return runScript(client, script, argv, decode);
   };
 }
 

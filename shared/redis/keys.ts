@@ -6,7 +6,8 @@
 
 /** `{value}` with any braces in `value` replaced, so the tag is exactly what was given. */
 function hashTag(value: string): string {
-  return `{${value.replace(/[{}]/g, '_')}}`;
+  const safe = value.includes('{') || value.includes('}') ? value.replace(/[{}]/g, '_') : value;
+  return `{${safe}}`;
 }
 
 /** Joins parts with ":" (the Redis convention). */

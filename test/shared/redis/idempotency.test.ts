@@ -1,6 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UnavailableError } from '../../../shared/errors/index.js';
-import { createRedis, defineIdempotentScript, hashTag, key } from '../../../shared/redis/index.js';
+import {
+  createRedis,
+  defineIdempotentScript,
+  hashTag,
+  key,
+  luaScript,
+  runScript,
+} from '../../../shared/redis/index.js';
 import { freePort } from '../../../shared/local/index.js';
 import { testRedis } from '../../support/redis.js';
 import type { TestRedis } from '../../support/redis.js';
@@ -91,6 +98,24 @@ describe('defineIdempotentScript', () => {
     await expect(failing(other, [hashed], ['wrongtype'])).rejects.toThrow(/WRONGTYPE/);
     await redis.client.del(hashed);
     expect(await failing(other, [hashed], ['ok'])).toEqual({ applied: true, result: 1 });
+  });
+});
+
+describe('runScript', () => {
+  it('reloads a script the server forgot (restart, failover) and keeps the key prefix', async () => {
+    const redis = await testRedis();
+    try {
+      const script = luaScript(1, "return redis.call('INCRBY', KEYS[1], ARGV[1])");
+      const counter = key('n', hashTag('s'));
+      expect(await runScript(redis.client, script, [counter, '2'], Number)).toBe(2);
+      await redis.client.script('FLUSH');
+      expect(await runScript(redis.client, script, [counter, '3'], Number)).toBe(5);
+      expect(await runScript(redis.client, script, [counter, '1'], Number)).toBe(6);
+      const raw = await redis.client.scan('0', 'MATCH', `${redis.prefix}n:{s}`, 'COUNT', 1000);
+      expect(raw[1]).toEqual([`${redis.prefix}n:{s}`]);
+    } finally {
+      await redis.close();
+    }
   });
 });
 
