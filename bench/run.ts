@@ -1,19 +1,21 @@
 /**
- * `npm run bench -- <name>` runs bench/<name>/index.ts. Benchmarks print a table and, as their
- * very last line, one JSON object with figures and targets (see bench/support/report.ts).
+ * `npm run bench -- <name>` runs bench/<name>/index.ts, compiled by tsc like the shipped code
+ * (not through a TypeScript loader, whose transforms would be measured too). Benchmarks print a
+ * table and, as their very last line, one JSON object with figures and targets
+ * (see bench/support/report.ts).
  */
 import { existsSync, readdirSync } from 'node:fs';
 
 const name = process.argv[2] ?? '';
 const root = new URL('./', import.meta.url);
 const names = readdirSync(root, { withFileTypes: true })
-  .filter((e) => e.isDirectory() && existsSync(new URL(`${e.name}/index.ts`, root)))
+  .filter((e) => e.isDirectory() && existsSync(new URL(`${e.name}/index.js`, root)))
   .map((e) => e.name);
 if (!names.includes(name)) {
   process.stderr.write(`usage: npm run bench -- <name>   (one of: ${names.join(', ')})\n`);
   process.exit(2);
 }
-const bench = (await import(new URL(`${name}/index.ts`, root).href)) as {
+const bench = (await import(new URL(`${name}/index.js`, root).href)) as {
   main(args: string[]): Promise<void>;
 };
 await bench.main(process.argv.slice(3));

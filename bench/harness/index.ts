@@ -56,8 +56,7 @@ function benchEvent(): { headers: Record<string, string>; body: string } {
 }
 
 async function startChild(mode: 'hello' | 'edgeai') {
-  const child = fork(new URL('./server.ts', import.meta.url), [mode], {
-    execArgv: ['--import', 'tsx'],
+  const child = fork(new URL('./server.js', import.meta.url), [mode], {
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   const [message] = (await once(child, 'message')) as [{ port: number }];

@@ -45,15 +45,34 @@ interface Pending {
 }
 
 /** Fields of the request's log line, also bound to `ctx.log` when a handler asks for it. */
-type Bindings = Record<string, string>;
+type Bindings = Record<string, unknown>;
 
-/** One request in flight: what its answer and its log line need. */
-interface Exchange {
-  req: IncomingMessage;
-  res: ServerResponse;
-  bindings: Bindings;
-  started: number;
-  traceparent: string;
+/**
+ * One request in flight: what its answer and its log line need, and the context its handler
+ * sees. One object per request, with the logger made only if the handler asks for it.
+ */
+class Exchange implements RequestContext {
+  readonly bindings: Bindings = {};
+  readonly started = performance.now();
+  readonly traceparent: string;
+  readonly headers: IncomingMessage['headers'];
+  #log: Logger | undefined;
+
+  constructor(
+    readonly req: IncomingMessage,
+    readonly res: ServerResponse,
+    private readonly root: Logger,
+  ) {
+    const span = startSpan(req.headers['traceparent']);
+    this.bindings['traceId'] = span.traceId;
+    this.traceparent = span.traceparent;
+    this.headers = req.headers;
+  }
+
+  get log(): Logger {
+    this.#log ??= this.root.child(this.bindings);
+    return this.#log;
+  }
 }
 
 const emptyBody = Buffer.alloc(0);
@@ -274,47 +293,14 @@ function createHandler(definition: FunctionDefinition, options: HandlerOptions) 
     const status = write(res, written, pending, exchange.traceparent);
     const seconds = (performance.now() - exchange.started) / 1000;
     telemetry.observe(pending.kind, status, seconds);
-    const line = {
-      ...bindings,
-      method: req.method,
-      path: req.url,
-      status,
-      ms: Math.round(seconds * 1e4) / 10,
-    };
+    const line: Record<string, unknown> = bindings;
+    line['method'] = req.method;
+    line['path'] = req.url;
+    line['status'] = status;
+    line['ms'] = Math.round(seconds * 1e4) / 10;
     if (status >= 500 && written.kind === 'error')
       telemetry.log.error({ ...line, err: written.err }, 'request failed');
     else telemetry.log.info(line, 'request');
-  }
-
-  function context(req: IncomingMessage, bindings: Bindings): RequestContext {
-    const span = startSpan(req.headers['traceparent']);
-    bindings['traceId'] = span.traceId;
-    let log: Logger | undefined;
-    return {
-      // A child logger costs an allocation per request; most handlers never log.
-      get log() {
-        log ??= telemetry.log.child(bindings);
-        return log;
-      },
-      traceparent: span.traceparent,
-      headers: req.headers,
-    };
-  }
-
-  function start(
-    req: IncomingMessage,
-    res: ServerResponse,
-  ): { exchange: Exchange; ctx: RequestContext } {
-    const bindings: Bindings = {};
-    const ctx = context(req, bindings);
-    const exchange = {
-      req,
-      res,
-      bindings,
-      started: performance.now(),
-      traceparent: ctx.traceparent,
-    };
-    return { exchange, ctx };
   }
 
   const rejected = { kind: 'rejected', replies: noReplies };
@@ -322,11 +308,11 @@ function createHandler(definition: FunctionDefinition, options: HandlerOptions) 
   return {
     /** Serves one request whose body is already buffered. Never throws. */
     handle(req: BufferedRequest, res: ServerResponse): void {
-      const { exchange, ctx } = start(req, res);
+      const exchange = new Exchange(req, res, telemetry.log);
       const path = (req.url ?? '/').split('?', 1)[0]!;
       let pending: Pending;
       try {
-        pending = dispatch(req, path, ctx, exchange.bindings);
+        pending = dispatch(req, path, exchange, exchange.bindings);
       } catch (err) {
         return finish(exchange, { kind: 'error', err }, rejected);
       }
@@ -342,7 +328,7 @@ function createHandler(definition: FunctionDefinition, options: HandlerOptions) 
     },
     /** Answers a request that failed before dispatch (body too large, unreadable). */
     reject(req: IncomingMessage, res: ServerResponse, err: unknown): void {
-      finish(start(req, res).exchange, { kind: 'error', err }, rejected);
+      finish(new Exchange(req, res, telemetry.log), { kind: 'error', err }, rejected);
     },
   };
 }

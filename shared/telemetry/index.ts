@@ -50,12 +50,27 @@ function createTelemetry(options: TelemetryOptions): Telemetry {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
+  // Label-bound children are cached: resolving labels costs more than the increment itself, and
+  // the label sets are few (kinds are declared types and routes, statuses a handful).
+  const counters = new Map<string, Counter.Internal>();
+  const histograms = new Map<string, Histogram.Internal<'kind'>>();
   return {
     log,
     registry,
     observe(kind, status, seconds) {
-      requests.inc({ kind, status: String(status) });
-      duration.observe({ kind }, seconds);
+      const key = `${kind} ${status}`;
+      let counter = counters.get(key);
+      if (counter === undefined) {
+        counter = requests.labels({ kind, status: String(status) });
+        counters.set(key, counter);
+      }
+      counter.inc();
+      let histogram = histograms.get(kind);
+      if (histogram === undefined) {
+        histogram = duration.labels({ kind });
+        histograms.set(kind, histogram);
+      }
+      histogram.observe(seconds);
     },
   };
 }
