@@ -26,5 +26,6 @@ unit: deps
 build: deps
 	npx tsc -p tsconfig.build.json
 
+# Every benchmark folder under bench/ (each prints tables and a final JSON line).
 bench: deps redis-server
-	npm run bench -- harness
+	@for b in $$(ls bench | grep -v -e support -e '\.ts$$'); do npm run bench -- $$b || exit 1; done

@@ -3,7 +3,7 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['node_modules/', 'dist/', 'out/', 'coverage/'] },
+  { ignores: ['node_modules/', 'dist/', 'out/', 'coverage/', '.test-build-*/'] },
   js.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -1,0 +1,24 @@
+# One image for every function: FUNCTION_TARGET selects which one a container serves.
+#   docker build -t edgeai .
+#   docker run -e FUNCTION_TARGET=<name> -p 8080:8080 edgeai
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json .npmrc ./
+# allowScripts in package.json skips onnxruntime-node's CUDA download; the CPU build ships inside.
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY bin ./bin
+COPY functions ./functions
+COPY shared ./shared
+RUN npx tsc -p tsconfig.build.json && npm prune --omit=dev --no-audit --no-fund
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production PORT=8080
+WORKDIR /app
+COPY --from=build --chown=root:root /app/package.json ./
+COPY --from=build --chown=root:root /app/node_modules ./node_modules
+COPY --from=build --chown=root:root /app/dist ./dist
+# The code is owned by root and read-only to the user the process runs as.
+USER node
+EXPOSE 8080
+CMD ["node", "dist/bin/serve.js"]
