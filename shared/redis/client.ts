@@ -106,7 +106,7 @@ function luaScript(numberOfKeys: number, lua: string): LuaScript {
  * Runs `script` with EVALSHA; on NOSCRIPT (a restarted or failed-over server) sends it once with
  * EVAL, which caches it again. This is what ioredis's defineCommand does, written out so the one
  * promise per call also decodes the reply: defineCommand costs a promise and an argument copy
- * more per call, about a fifth of a script call's client time.
+ * more per call, measured at 10-15% more client CPU per script call (bench/harness).
  * `keysAndArgs` holds the script's keys first (they get the installation prefix), then its args.
  */
 function runScript<T>(
