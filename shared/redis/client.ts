@@ -105,8 +105,8 @@ function luaScript(numberOfKeys: number, lua: string): LuaScript {
 /**
  * Runs `script` with EVALSHA; on NOSCRIPT (a restarted or failed-over server) sends it once with
  * EVAL, which caches it again. This is what ioredis's defineCommand does, written out so the one
- * promise per call also decodes the reply: defineCommand costs a promise and an argument copy
- * more per call, measured at 10-15% more client CPU per script call (bench/harness).
+ * promise per call also decodes the reply: defineCommand costs one more promise and an argument
+ * copy per call, on the path every Redis-backed request takes.
  * `keysAndArgs` holds the script's keys first (they get the installation prefix), then its args.
  */
 function runScript<T>(
