@@ -1,0 +1,306 @@
+/**
+ * The development API server: the Kubernetes REST subset the control plane uses, over HTTP, so
+ * that tests and the local stack run the production @kubernetes/client-node code path.
+ * Served (see docs/dev-apiserver.md): get, list (labelSelector), watch (resourceVersion resume,
+ * 410 Gone), create, replace (PUT), JSON merge patch, delete with background garbage collection,
+ * the /status subresource, discovery for kubectl. Every request needs the bearer token.
+ */
+import { timingSafeEqual } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { matches, parseSelector } from './selector.js';
+import { ApiError, Store, apiVersionOf } from './store.js';
+import type { KubeObject, ResourceType, WatchEvent } from './store.js';
+import { servedTypes } from './types.js';
+
+const bodyLimit = 3 * 1024 * 1024;
+
+interface Target {
+  type: ResourceType;
+  namespace: string | undefined;
+  name: string | undefined;
+  subresource: 'status' | undefined;
+}
+
+function status(code: number, reason: string, message: string) {
+  return {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message,
+    reason,
+    code,
+  };
+}
+
+function send(res: ServerResponse, code: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(code, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(text),
+  });
+  res.end(text);
+}
+
+function readJson(req: IncomingMessage): Promise<unknown> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > bodyLimit) {
+        reject(new ApiError(413, 'BadRequest', `request body exceeds ${bodyLimit} bytes`));
+        req.destroy();
+      } else {
+        chunks.push(chunk);
+      }
+    });
+    req.on('end', () => {
+      try {
+        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown);
+      } catch {
+        reject(new ApiError(400, 'BadRequest', 'the request body is not valid JSON'));
+      }
+    });
+    req.on('error', reject);
+  });
+}
+
+/** Maps a path to a served type, or undefined for paths outside the resource API. */
+function resolve(parts: readonly string[]): Target | undefined {
+  let group: string;
+  let version: string;
+  let rest: string[];
+  if (parts[0] === 'api' && parts[1] === 'v1') {
+    group = '';
+    version = 'v1';
+    rest = parts.slice(2);
+  } else if (parts[0] === 'apis' && parts.length >= 4) {
+    group = parts[1]!;
+    version = parts[2]!;
+    rest = parts.slice(3);
+  } else {
+    return undefined;
+  }
+  let namespace: string | undefined;
+  if (rest[0] === 'namespaces' && rest.length >= 3) {
+    namespace = rest[1];
+    rest = rest.slice(2);
+  }
+  const [plural, name, subresource, ...extra] = rest;
+  const type = servedTypes.find(
+    (t) => t.group === group && t.version === version && t.plural === plural,
+  );
+  if (type === undefined || extra.length > 0) return undefined;
+  if (subresource !== undefined && (subresource !== 'status' || !type.status)) return undefined;
+  if (type.namespaced === false && namespace !== undefined) return undefined;
+  if (type.namespaced && name !== undefined && namespace === undefined) return undefined;
+  return { type, namespace, name, subresource: subresource === 'status' ? 'status' : undefined };
+}
+
+function listOf(type: ResourceType, items: KubeObject[], revision: number) {
+  return {
+    apiVersion: apiVersionOf(type),
+    kind: `${type.kind}List`,
+    metadata: { resourceVersion: String(revision) },
+    items,
+  };
+}
+
+function discovery(parts: readonly string[]): unknown {
+  const path = parts.join('/');
+  const resources = (group: string, version: string) => ({
+    kind: 'APIResourceList',
+    apiVersion: 'v1',
+    groupVersion: group === '' ? version : `${group}/${version}`,
+    resources: servedTypes
+      .filter((t) => t.group === group && t.version === version)
+      .flatMap((t) => [
+        {
+          name: t.plural,
+          singularName: t.kind.toLowerCase(),
+          namespaced: t.namespaced,
+          kind: t.kind,
+          verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'],
+          ...(t.plural === 'jointinferenceservices'
+            ? { shortNames: ['jis', 'jointinferenceservice'] }
+            : {}),
+        },
+        ...(t.status
+          ? [
+              {
+                name: `${t.plural}/status`,
+                namespaced: t.namespaced,
+                kind: t.kind,
+                verbs: ['get', 'patch', 'update'],
+              },
+            ]
+          : []),
+      ]),
+  });
+  if (path === 'version')
+    return { major: '1', minor: '31', gitVersion: 'v1.31.0-edgeai-dev', platform: 'linux/amd64' };
+  if (path === 'api')
+    return { kind: 'APIVersions', versions: ['v1'], serverAddressByClientCIDRs: [] };
+  if (path === 'api/v1') return resources('', 'v1');
+  const groups = [
+    ...new Set(servedTypes.filter((t) => t.group !== '').map((t) => `${t.group}/${t.version}`)),
+  ];
+  if (path === 'apis') {
+    return {
+      kind: 'APIGroupList',
+      apiVersion: 'v1',
+      groups: groups.map((gv) => {
+        const [name, version] = gv.split('/') as [string, string];
+        const preferred = { groupVersion: gv, version };
+        return { name, versions: [preferred], preferredVersion: preferred };
+      }),
+    };
+  }
+  if (parts[0] === 'apis' && parts.length === 3 && groups.includes(`${parts[1]}/${parts[2]}`)) {
+    return resources(parts[1]!, parts[2]!);
+  }
+  return undefined;
+}
+
+interface DevApiServer {
+  server: Server;
+  store: Store;
+}
+
+/**
+ * Builds the server (not listening). `token` is the bearer token every request must carry.
+ */
+function createDevApiServer(options: { token: string; store?: Store }): DevApiServer {
+  const store = options.store ?? new Store();
+  const expected = Buffer.from(`Bearer ${options.token}`);
+
+  function authorized(req: IncomingMessage): boolean {
+    const given = Buffer.from(req.headers.authorization ?? '');
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  }
+
+  function watch(req: IncomingMessage, res: ServerResponse, target: Target, url: URL): void {
+    const selector = parseSelector(url.searchParams.get('labelSelector') ?? '');
+    const from = url.searchParams.get('resourceVersion');
+    const timeout = Number(url.searchParams.get('timeoutSeconds') ?? 0);
+    const start = from === null || from === '' || from === '0' ? undefined : Number(from);
+    const wanted = (event: WatchEvent) =>
+      event.resource === target.type &&
+      (target.namespace === undefined || event.object.metadata.namespace === target.namespace) &&
+      (target.name === undefined || event.object.metadata.name === target.name);
+    const write = (type: string, object: unknown) =>
+      res.write(`${JSON.stringify({ type, object })}\n`);
+    res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+    res.flushHeaders(); // a watch may stay silent for long: the client waits for headers first
+    let stop: () => void = () => {};
+    try {
+      if (start === undefined) {
+        // No resourceVersion: the current state as synthetic ADDED events, then live changes.
+        for (const object of store.list(target.type, target.namespace, selector)) {
+          if (target.name === undefined || object.metadata.name === target.name)
+            write('ADDED', object);
+        }
+      }
+      stop = store.watch(start ?? store.revision, (event) => {
+        if (wanted(event) && matches(selector, event.object.metadata.labels ?? {})) {
+          write(event.type, event.object);
+        }
+      });
+    } catch (err) {
+      if (err instanceof ApiError) write('ERROR', status(err.code, err.reason, err.message));
+      res.end();
+      return;
+    }
+    const close = () => {
+      stop();
+      if (!res.writableEnded) res.end();
+    };
+    req.on('close', close);
+    if (timeout > 0) setTimeout(close, timeout * 1000).unref();
+  }
+
+  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    if (!authorized(req)) return send(res, 401, status(401, 'Unauthorized', 'Unauthorized'));
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const parts = url.pathname.split('/').filter((p) => p !== '');
+    const method = req.method ?? 'GET';
+    const target = resolve(parts);
+    if (target === undefined) {
+      const found = method === 'GET' ? discovery(parts) : undefined;
+      if (found !== undefined) return send(res, 200, found);
+      return send(
+        res,
+        404,
+        status(
+          404,
+          'NotFound',
+          `the server could not find the requested resource (${url.pathname})`,
+        ),
+      );
+    }
+    const { type, namespace, name, subresource } = target;
+    const isWatch =
+      url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1';
+    if (method === 'GET' && (isWatch || name === undefined)) {
+      if (isWatch) return watch(req, res, target, url);
+      const selector = parseSelector(url.searchParams.get('labelSelector') ?? '');
+      return send(res, 200, listOf(type, store.list(type, namespace, selector), store.revision));
+    }
+    if (method === 'GET') return send(res, 200, store.get(type, namespace, name!));
+    if (method === 'POST' && name === undefined)
+      return send(res, 201, store.create(type, namespace, await readJson(req)));
+    if (method === 'PUT' && name !== undefined) {
+      return send(res, 200, store.replace(type, namespace, name, await readJson(req), subresource));
+    }
+    if (method === 'PATCH' && name !== undefined) {
+      const contentType = req.headers['content-type'] ?? '';
+      if (!contentType.startsWith('application/merge-patch+json')) {
+        return send(
+          res,
+          415,
+          status(
+            415,
+            'UnsupportedMediaType',
+            `only application/merge-patch+json is served, not ${contentType}`,
+          ),
+        );
+      }
+      return send(res, 200, store.patch(type, namespace, name, await readJson(req), subresource));
+    }
+    if (method === 'DELETE' && name !== undefined && subresource === undefined) {
+      const deleted = store.delete(type, namespace, name, servedTypes);
+      return send(res, 200, {
+        ...status(200, '', ''),
+        status: 'Success',
+        details: { name, kind: type.plural, uid: deleted.metadata.uid },
+      });
+    }
+    return send(
+      res,
+      405,
+      status(405, 'MethodNotAllowed', `${method} is not supported on ${url.pathname}`),
+    );
+  }
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((err: unknown) => {
+      if (res.headersSent) return res.destroy();
+      if (err instanceof ApiError)
+        return send(res, err.code, status(err.code, err.reason, err.message));
+      if (err instanceof Error && /label|selector/.test(err.message)) {
+        return send(
+          res,
+          400,
+          status(400, 'BadRequest', `unable to parse requirement: ${err.message}`),
+        );
+      }
+      send(res, 500, status(500, 'InternalError', 'internal error'));
+    });
+  });
+  return { server, store };
+}
+
+export { createDevApiServer };
+export type { DevApiServer };

@@ -1,0 +1,86 @@
+/**
+ * The programs in bin/, compiled as the image compiles them (tsconfig.build.json) and run with
+ * node: the container entry point refuses a FUNCTION_TARGET that names no built function, and
+ * the development API server writes a kubeconfig that client-node uses as it is.
+ */
+import { execFile, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { existsSync, readFileSync } from 'node:fs';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const root = new URL('../../', import.meta.url);
+
+describe('bin', () => {
+  // Inside the project, so the compiled code resolves node_modules and "type": "module".
+  const outDir = join(fileURLToPath(root), `.test-build-${randomUUID()}`);
+  beforeAll(async () => {
+    await run('npx', ['tsc', '-p', 'tsconfig.build.json', '--outDir', outDir], { cwd: root });
+  }, 120_000);
+  afterAll(() => rmSync(outDir, { recursive: true, force: true }));
+
+  it.each([
+    [{}, /FUNCTION_TARGET must name one of: .*; got nothing/],
+    [{ FUNCTION_TARGET: 'no-such-fn' }, /FUNCTION_TARGET must name one of: .*; got no-such-fn/],
+    [{ FUNCTION_TARGET: '../../etc' }, /FUNCTION_TARGET: must be a kebab-case function name/],
+    [{ PORT: 'http' }, /PORT: /],
+  ])('exits 1 with a clear message for %o', async (env, message) => {
+    const failure = await run('node', [join(outDir, 'bin', 'serve.js')], {
+      env: { PATH: process.env['PATH'], ...env },
+    }).then(
+      () => undefined,
+      (err: { code: number; stderr: string }) => err,
+    );
+    expect(failure?.code).toBe(1);
+    expect(failure?.stderr).toMatch(message);
+  });
+
+  it('dev-apiserver serves client-node through the kubeconfig it writes, and keeps a snapshot', async () => {
+    const config = join(outDir, 'kubeconfig');
+    const snapshot = join(outDir, 'snapshot.json');
+    const start = () =>
+      spawn(
+        'node',
+        [
+          join(outDir, 'bin', 'dev-apiserver.js'),
+          '--port',
+          '0',
+          '--kubeconfig',
+          config,
+          '--snapshot',
+          snapshot,
+        ],
+        {
+          stdio: 'ignore',
+        },
+      );
+    const ready = async () => {
+      for (let i = 0; i < 100 && !existsSync(config); i++) await sleep(50);
+      const kc = new KubeConfig();
+      kc.loadFromString(readFileSync(config, 'utf8'));
+      return kc.makeApiClient(CoreV1Api);
+    };
+    let child = start();
+    const api = await ready();
+    await api.createNode({ body: { metadata: { name: 'edge0' } } });
+    child.kill('SIGTERM');
+    await once(child, 'exit');
+    rmSync(config);
+    child = start();
+    try {
+      const again = await ready();
+      const nodes = await again.listNode();
+      expect(nodes.items.map((n) => n.metadata?.name)).toEqual(['edge0']);
+    } finally {
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+    }
+  });
+});

@@ -1,0 +1,241 @@
+/**
+ * The development API server through the real @kubernetes/client-node: the Kubernetes
+ * behaviours the control plane depends on, one by one.
+ */
+import {
+  ApiException,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  Watch,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDevApiServer, kubeconfig } from '../../../shared/local/apiserver/index.js';
+import { listen } from '../../support/http.js';
+import type { Listening } from '../../support/http.js';
+
+const group = 'edgeai.io';
+const version = 'v1alpha1';
+const namespace = 'default';
+const jis = { group, version, namespace, plural: 'jointinferenceservices' };
+const ksvc = { group: 'serving.knative.dev', version: 'v1', namespace, plural: 'services' };
+const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+interface Obj {
+  metadata: {
+    name: string;
+    uid: string;
+    resourceVersion: string;
+    generation: number;
+    labels?: Record<string, string>;
+  };
+  spec?: Record<string, unknown>;
+  status?: Record<string, unknown>;
+}
+
+async function failure(
+  work: Promise<unknown>,
+): Promise<{ code: number; body: { reason: string; message: string; kind: string } }> {
+  try {
+    await work;
+  } catch (err) {
+    if (err instanceof ApiException) {
+      return {
+        code: err.code,
+        body: JSON.parse(String(err.body)) as { reason: string; message: string; kind: string },
+      };
+    }
+    throw err;
+  }
+  throw new Error('expected the call to fail');
+}
+
+describe('development API server via client-node', () => {
+  let server: Listening;
+  let api: CustomObjectsApi;
+  let core: CoreV1Api;
+  let config: KubeConfig;
+
+  beforeAll(async () => {
+    const dev = createDevApiServer({ token: 'test-token' });
+    server = await listen(dev.server);
+    config = new KubeConfig();
+    config.loadFromString(kubeconfig({ server: server.url, token: 'test-token' }));
+    api = config.makeApiClient(CustomObjectsApi);
+    core = config.makeApiClient(CoreV1Api);
+  });
+  afterAll(() => server.close());
+
+  const body = (name: string, spec: Record<string, unknown>, labels?: Record<string, string>) => ({
+    apiVersion: `${group}/${version}`,
+    kind: 'JointInferenceService',
+    metadata: { name, ...(labels ? { labels } : {}) },
+    spec,
+  });
+
+  it('creates, reads, lists by label selector and refuses duplicates', async () => {
+    const created = (await api.createNamespacedCustomObject({
+      ...jis,
+      body: body('a', { x: 1 }, { tier: 'edge' }),
+    })) as Obj;
+    expect(created.metadata).toMatchObject({ name: 'a', generation: 1 });
+    expect(created.metadata.uid).toMatch(/^[0-9a-f-]{36}$/);
+    await api.createNamespacedCustomObject({
+      ...jis,
+      body: body('b', { x: 2 }, { tier: 'cloud' }),
+    });
+    const read = (await api.getNamespacedCustomObject({ ...jis, name: 'a' })) as Obj;
+    expect(read.spec).toEqual({ x: 1 });
+    const edge = (await api.listNamespacedCustomObject({ ...jis, labelSelector: 'tier=edge' })) as {
+      items: Obj[];
+    };
+    expect(edge.items.map((o) => o.metadata.name)).toEqual(['a']);
+    const notEdge = (await api.listNamespacedCustomObject({
+      ...jis,
+      labelSelector: 'tier notin (edge)',
+    })) as { items: Obj[] };
+    expect(notEdge.items.map((o) => o.metadata.name)).toEqual(['b']);
+    const dup = await failure(api.createNamespacedCustomObject({ ...jis, body: body('a', {}) }));
+    expect(dup.code).toBe(409);
+    expect(dup.body).toMatchObject({ kind: 'Status', reason: 'AlreadyExists' });
+  });
+
+  it('answers 404 and 422 with Status objects shaped like the real ones', async () => {
+    const missing = await failure(api.getNamespacedCustomObject({ ...jis, name: 'nope' }));
+    expect(missing.code).toBe(404);
+    expect(missing.body.reason).toBe('NotFound');
+    expect(missing.body.message).toContain('"nope" not found');
+    const invalid = await failure(
+      api.createNamespacedCustomObject({ ...jis, body: body('Bad_Name', {}) }),
+    );
+    expect(invalid.code).toBe(422);
+    expect(invalid.body.reason).toBe('Invalid');
+  });
+
+  it('bumps generation on spec changes only, and refuses a stale resourceVersion', async () => {
+    const created = (await api.createNamespacedCustomObject({
+      ...jis,
+      body: body('gen', { threshold: 0.5 }),
+    })) as Obj;
+    const labelled = (await api.patchNamespacedCustomObject(
+      { ...jis, name: 'gen', body: { metadata: { labels: { a: 'b' } } } },
+      merge,
+    )) as Obj;
+    expect(labelled.metadata.generation).toBe(1);
+    expect(Number(labelled.metadata.resourceVersion)).toBeGreaterThan(
+      Number(created.metadata.resourceVersion),
+    );
+    const changed = (await api.patchNamespacedCustomObject(
+      { ...jis, name: 'gen', body: { spec: { threshold: 0.7 } } },
+      merge,
+    )) as Obj;
+    expect(changed.metadata.generation).toBe(2);
+    const same = (await api.patchNamespacedCustomObject(
+      { ...jis, name: 'gen', body: { spec: { threshold: 0.7 } } },
+      merge,
+    )) as Obj;
+    expect(same.metadata.resourceVersion).toBe(changed.metadata.resourceVersion);
+    const stale = await failure(
+      api.replaceNamespacedCustomObject({
+        ...jis,
+        name: 'gen',
+        body: {
+          ...body('gen', { threshold: 0.9 }),
+          metadata: { name: 'gen', resourceVersion: created.metadata.resourceVersion },
+        },
+      }),
+    );
+    expect(stale.code).toBe(409);
+    expect(stale.body.reason).toBe('Conflict');
+  });
+
+  it('keeps status and spec apart (the status subresource)', async () => {
+    await api.createNamespacedCustomObject({ ...jis, body: body('st', { a: 1 }) });
+    const viaMain = (await api.patchNamespacedCustomObject(
+      { ...jis, name: 'st', body: { status: { uploadCount: 5 } } },
+      merge,
+    )) as Obj;
+    expect(viaMain.status).toBeUndefined();
+    const viaStatus = (await api.patchNamespacedCustomObjectStatus(
+      { ...jis, name: 'st', body: { spec: { a: 2 }, status: { uploadCount: 5 } } },
+      merge,
+    )) as Obj;
+    expect(viaStatus.status).toEqual({ uploadCount: 5 });
+    expect(viaStatus.spec).toEqual({ a: 1 });
+    expect(viaStatus.metadata.generation).toBe(1);
+  });
+
+  it('garbage-collects dependents when their owner is deleted', async () => {
+    const owner = (await api.createNamespacedCustomObject({
+      ...jis,
+      body: body('owner', {}),
+    })) as Obj;
+    const ref = {
+      apiVersion: `${group}/${version}`,
+      kind: 'JointInferenceService',
+      name: 'owner',
+      uid: owner.metadata.uid,
+      controller: true,
+    };
+    for (const name of ['owner-edge', 'owner-cloud']) {
+      await api.createNamespacedCustomObject({
+        ...ksvc,
+        body: {
+          apiVersion: 'serving.knative.dev/v1',
+          kind: 'Service',
+          metadata: { name, ownerReferences: [ref] },
+          spec: {},
+        },
+      });
+    }
+    await api.createNamespacedCustomObject({
+      ...ksvc,
+      body: {
+        apiVersion: 'serving.knative.dev/v1',
+        kind: 'Service',
+        metadata: { name: 'unowned' },
+        spec: {},
+      },
+    });
+    await api.deleteNamespacedCustomObject({ ...jis, name: 'owner' });
+    const left = (await api.listNamespacedCustomObject(ksvc)) as { items: Obj[] };
+    expect(left.items.map((o) => o.metadata.name)).toEqual(['unowned']);
+  });
+
+  it('streams watch events, resumes from a resourceVersion, and serves core Nodes', async () => {
+    const events: Array<[string, string]> = [];
+    const listed = (await api.listNamespacedCustomObject(jis)) as {
+      metadata: { resourceVersion: string };
+    };
+    const controller = await new Watch(config).watch(
+      `/apis/${group}/${version}/namespaces/${namespace}/jointinferenceservices`,
+      { resourceVersion: listed.metadata.resourceVersion },
+      (phase, obj: Obj) => events.push([phase, obj.metadata.name]),
+      () => {},
+    );
+    await api.createNamespacedCustomObject({ ...jis, body: body('w', {}) });
+    await api.patchNamespacedCustomObject({ ...jis, name: 'w', body: { spec: { b: 1 } } }, merge);
+    await api.deleteNamespacedCustomObject({ ...jis, name: 'w' });
+    const deadline = Date.now() + 5000;
+    while (events.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    controller.abort();
+    expect(events).toEqual([
+      ['ADDED', 'w'],
+      ['MODIFIED', 'w'],
+      ['DELETED', 'w'],
+    ]);
+    await core.createNode({
+      body: { metadata: { name: 'edge0', labels: { 'edgeai.io/edge': 'true' } } },
+    });
+    const nodes = await core.listNode({ labelSelector: 'edgeai.io/edge' });
+    expect(nodes.items.map((n) => n.metadata?.name)).toEqual(['edge0']);
+  });
+
+  it('refuses requests without the token', async () => {
+    const res = await fetch(`${server.url}/api/v1/nodes`);
+    expect(res.status).toBe(401);
+    expect(await res.json()).toMatchObject({ kind: 'Status', reason: 'Unauthorized' });
+  });
+});
