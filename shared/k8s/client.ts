@@ -1,0 +1,236 @@
+/**
+ * The only file that imports @kubernetes/client-node. Calls come back as plain objects or as the
+ * project's typed errors: NotFoundError (404), ConflictError (409, retry with a fresh read),
+ * ValidationError (400/422: the API server refused what we sent), UnavailableError (the API
+ * server is unreachable, overloaded or failing: retryable).
+ */
+import type { V1Node, V1Secret } from '@kubernetes/client-node';
+import {
+  ApiException,
+  CoreV1Api,
+  CustomObjectsApi,
+  KubeConfig,
+  PatchStrategy,
+  setHeaderOptions,
+} from '@kubernetes/client-node';
+import {
+  ConfigError,
+  ConflictError,
+  NotFoundError,
+  UnavailableError,
+  ValidationError,
+} from '../errors/index.js';
+import type { Env } from '../config/index.js';
+import { apiVersion, kinds } from './kinds.js';
+import type { KindName } from './kinds.js';
+
+/** Any Kubernetes object, as JSON. */
+interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    generation?: number;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    ownerReferences?: Array<Record<string, unknown>>;
+  };
+  [field: string]: unknown;
+}
+
+interface ObjectRef {
+  kind: KindName;
+  namespace?: string;
+  name: string;
+}
+
+interface Kube {
+  get(ref: ObjectRef): Promise<KubeObject>;
+  list(
+    kind: KindName,
+    options?: { namespace?: string; labelSelector?: string },
+  ): Promise<{ items: KubeObject[]; resourceVersion: string }>;
+  create(kind: KindName, namespace: string | undefined, body: KubeObject): Promise<KubeObject>;
+  /** JSON merge patch; a metadata.resourceVersion in the patch makes it conditional. */
+  patch(ref: ObjectRef, patch: Record<string, unknown>): Promise<KubeObject>;
+  patchStatus(ref: ObjectRef, patch: Record<string, unknown>): Promise<KubeObject>;
+  delete(ref: ObjectRef): Promise<void>;
+}
+
+/** The standard lookup: KUBECONFIG if set, else the in-cluster service account. */
+function loadKubeConfig(env: Env = process.env): KubeConfig {
+  const config = new KubeConfig();
+  const file = env['KUBECONFIG'];
+  if (file !== undefined && file !== '') {
+    try {
+      config.loadFromFile(file);
+    } catch (err) {
+      throw new ConfigError(
+        `KUBECONFIG: cannot load ${file}: ${err instanceof Error ? err.message : String(err)}`,
+      );
+    }
+  } else if (env['KUBERNETES_SERVICE_HOST'] !== undefined) {
+    config.loadFromCluster();
+  } else {
+    throw new ConfigError(
+      'KUBECONFIG: not set, and not running in a cluster (no KUBERNETES_SERVICE_HOST)',
+    );
+  }
+  return config;
+}
+
+function statusMessage(body: unknown): string {
+  if (typeof body === 'string') {
+    try {
+      const parsed = JSON.parse(body) as { message?: unknown };
+      if (typeof parsed.message === 'string') return parsed.message;
+    } catch {
+      return body.slice(0, 500);
+    }
+  }
+  return 'no message';
+}
+
+/** Maps a client-node failure to the project's errors (see the file comment). */
+function classify(err: unknown): Error {
+  if (err instanceof ApiException) {
+    const message = `API server: ${statusMessage(err.body)}`;
+    if (err.code === 404) return new NotFoundError(message);
+    if (err.code === 409) return new ConflictError(message);
+    if (err.code === 400 || err.code === 422) return new ValidationError(message);
+    if (err.code === 429 || err.code >= 500)
+      return new UnavailableError(message, 1, { cause: err });
+    return new Error(`${message} (HTTP ${err.code})`, { cause: err });
+  }
+  const detail = err instanceof Error ? err.message : String(err);
+  return new UnavailableError(`API server unreachable: ${detail}`, 1, { cause: err });
+}
+
+async function guard<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (err) {
+    throw classify(err);
+  }
+}
+
+const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+function createKube(config: KubeConfig): Kube {
+  const custom = config.makeApiClient(CustomObjectsApi);
+  const core = config.makeApiClient(CoreV1Api);
+  const as = (value: unknown) => value as KubeObject;
+  const where = (ref: { kind: KindName; namespace?: string | undefined }) => {
+    const kind = kinds[ref.kind];
+    if (kind.namespaced && ref.namespace === undefined)
+      throw new Error(`${kind.kind} needs a namespace`);
+    return {
+      group: kind.group,
+      version: kind.version,
+      plural: kind.plural,
+      namespace: ref.namespace ?? '',
+    };
+  };
+
+  return {
+    get: (ref) =>
+      guard(async () => {
+        if (ref.kind === 'node') return as(await core.readNode({ name: ref.name }));
+        if (ref.kind === 'secret')
+          return as(
+            await core.readNamespacedSecret({ name: ref.name, namespace: where(ref).namespace }),
+          );
+        return as(await custom.getNamespacedCustomObject({ ...where(ref), name: ref.name }));
+      }),
+    list: (kindName, options = {}) =>
+      guard(async () => {
+        const labelSelector = options.labelSelector;
+        const kind = kinds[kindName];
+        let list: { items: unknown[]; metadata?: { resourceVersion?: string } };
+        if (kindName === 'node') list = await core.listNode({ labelSelector });
+        else if (kindName === 'secret') {
+          list =
+            options.namespace === undefined
+              ? await core.listSecretForAllNamespaces({ labelSelector })
+              : await core.listNamespacedSecret({ namespace: options.namespace, labelSelector });
+        } else if (options.namespace === undefined) {
+          list = (await custom.listClusterCustomObject({
+            group: kind.group,
+            version: kind.version,
+            plural: kind.plural,
+            labelSelector,
+          })) as typeof list;
+        } else {
+          list = (await custom.listNamespacedCustomObject({
+            ...where({ kind: kindName, namespace: options.namespace }),
+            labelSelector,
+          })) as typeof list;
+        }
+        return { items: list.items.map(as), resourceVersion: list.metadata?.resourceVersion ?? '' };
+      }),
+    create: (kindName, namespace, body) =>
+      guard(async () => {
+        const kind = kinds[kindName];
+        const full = { ...body, apiVersion: apiVersion(kind), kind: kind.kind };
+        if (kindName === 'node')
+          return as(await core.createNode({ body: full as unknown as V1Node }));
+        if (kindName === 'secret')
+          return as(
+            await core.createNamespacedSecret({
+              namespace: namespace ?? '',
+              body: full as unknown as V1Secret,
+            }),
+          );
+        return as(
+          await custom.createNamespacedCustomObject({
+            ...where({ kind: kindName, namespace }),
+            body: full,
+          }),
+        );
+      }),
+    patch: (ref, patch) =>
+      guard(async () => {
+        if (ref.kind === 'node')
+          return as(await core.patchNode({ name: ref.name, body: patch }, mergePatch));
+        if (ref.kind === 'secret') {
+          return as(
+            await core.patchNamespacedSecret(
+              { name: ref.name, namespace: where(ref).namespace, body: patch },
+              mergePatch,
+            ),
+          );
+        }
+        return as(
+          await custom.patchNamespacedCustomObject(
+            { ...where(ref), name: ref.name, body: patch },
+            mergePatch,
+          ),
+        );
+      }),
+    patchStatus: (ref, patch) =>
+      guard(async () => {
+        if (ref.kind === 'node')
+          return as(await core.patchNodeStatus({ name: ref.name, body: patch }, mergePatch));
+        if (ref.kind === 'secret') throw new Error('Secrets have no status');
+        return as(
+          await custom.patchNamespacedCustomObjectStatus(
+            { ...where(ref), name: ref.name, body: patch },
+            mergePatch,
+          ),
+        );
+      }),
+    delete: (ref) =>
+      guard(async () => {
+        if (ref.kind === 'node') await core.deleteNode({ name: ref.name });
+        else if (ref.kind === 'secret')
+          await core.deleteNamespacedSecret({ name: ref.name, namespace: where(ref).namespace });
+        else await custom.deleteNamespacedCustomObject({ ...where(ref), name: ref.name });
+      }),
+  };
+}
+
+export { loadKubeConfig, createKube };
+export type { Kube, KubeObject, ObjectRef };

@@ -1,0 +1,5 @@
+/** Kubernetes access: the kinds the control plane uses and the client-node adapter. */
+export { kinds, apiVersion } from './kinds.js';
+export { loadKubeConfig, createKube } from './client.js';
+export type { Kind, KindName } from './kinds.js';
+export type { Kube, KubeObject, ObjectRef } from './client.js';
