@@ -1,0 +1,176 @@
+/**
+ * The custom resources' schemas, written once in zod: the functions validate with them and the
+ * CRDs' openAPIV3Schema is generated from them (npm run crds), so the two cannot drift apart.
+ * Unions are avoided on purpose: Kubernetes structural schemas cannot express them.
+ */
+import { z } from 'zod';
+
+const dnsLabel = z
+  .string()
+  .min(1)
+  .max(63)
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a lowercase RFC 1123 label');
+const dnsSubdomain = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(
+    /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/,
+    'must be a lowercase RFC 1123 subdomain',
+  );
+const fraction = z.number().min(0).max(1);
+
+const hemNames = [
+  'IBT',
+  'Threshold',
+  'CrossEntropy',
+  'Random',
+  'EdgeOnly',
+  'CloudOnly',
+  'Margin',
+] as const;
+const miningModes = ['inference-then-mining', 'mining-then-inference'] as const;
+const fallbackPolicies = ['edge-result', 'error'] as const;
+const offloadModes = ['sync', 'async'] as const;
+
+/** The seed's free-form worker parameters: a list of string key/value pairs. */
+const workerSpec = z
+  .object({
+    scriptDir: z.string().optional(),
+    scriptBootFile: z.string().optional(),
+    frameworkType: z.string().optional(),
+    frameworkVersion: z.string().optional(),
+    parameters: z.array(z.object({ key: z.string().min(1), value: z.string() })).optional(),
+  })
+  .describe('Worker settings from the Sedna design; parameters reach the worker as environment.');
+
+const scale = z
+  .object({
+    minScale: z.number().int().min(0).optional(),
+    maxScale: z.number().int().min(1).optional(),
+  })
+  .describe('Knative autoscaling bounds for the worker Service.');
+
+const modelRef = z.object({ name: dnsSubdomain.describe('A Model in the same namespace.') });
+
+const hardExampleAlgorithm = z.object({
+  name: z.enum(hemNames).describe('Hard-example mining algorithm.'),
+  parameters: z
+    .object({
+      threshold: fraction
+        .optional()
+        .describe('Confidence below which an input is hard (Threshold, IBT).'),
+      thresholdImg: fraction
+        .optional()
+        .describe('IBT: share of low-confidence boxes that makes an image hard.'),
+      thresholdBox: fraction.optional().describe('IBT: confidence below which a box is low.'),
+      ratio: fraction.optional().describe('Random: share of inputs sent to the cloud.'),
+      margin: fraction
+        .optional()
+        .describe('Margin: top-1 minus top-2 probability below which an input is hard.'),
+      targetOffloadRatio: fraction
+        .optional()
+        .describe('Budget mode: keep this share of inputs offloaded.'),
+      seed: z.number().int().optional(),
+    })
+    .optional(),
+});
+
+const placement = {
+  nodeName: dnsSubdomain.optional().describe('Pin the worker to this node.'),
+  nodeSelector: z.record(z.string(), z.string()).optional().describe('Or select nodes by label.'),
+};
+
+const jointInferenceServiceSpec = z.object({
+  edgeWorker: z.object({
+    name: z.string().optional(),
+    model: modelRef,
+    ...placement,
+    hardExampleAlgorithm,
+    miningMode: z.enum(miningModes).optional().describe('Default inference-then-mining.'),
+    offload: z
+      .object({
+        mode: z
+          .enum(offloadModes)
+          .optional()
+          .describe('sync: the edge calls the cloud; async: a hard-example event.'),
+        deadlineMs: z.number().int().min(1).max(60_000).optional(),
+        fallback: z
+          .enum(fallbackPolicies)
+          .optional()
+          .describe('When the cloud fails: the edge result, marked, or an error.'),
+      })
+      .optional(),
+    workerSpec: workerSpec.optional(),
+    scale: scale.optional(),
+  }),
+  cloudWorker: z.object({
+    name: z.string().optional(),
+    model: modelRef,
+    ...placement,
+    workerSpec: workerSpec.optional(),
+    scale: scale.optional(),
+  }),
+});
+
+const condition = z.object({
+  type: z.string().min(1),
+  status: z.enum(['True', 'False', 'Unknown']),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+  lastTransitionTime: z.string().optional(),
+  lastProbeTime: z.string().optional(),
+});
+
+const count = z.number().int().min(0);
+
+const jointInferenceServiceStatus = z.object({
+  conditions: z.array(condition).optional(),
+  observedGeneration: count.optional(),
+  startTime: z.string().optional(),
+  completionTime: z.string().optional(),
+  lastReconcileTime: z.string().optional(),
+  edgeWorkerState: z.string().optional(),
+  cloudWorkerState: z.string().optional(),
+  activeWorkers: count.optional(),
+  failedWorkers: count.optional(),
+  uploadCount: count.optional(),
+  inferenceNumber: count.optional(),
+  hardExampleNumber: count.optional(),
+  offloadRatio: fraction.optional(),
+});
+
+const modelSpec = z.object({
+  url: z
+    .string()
+    .regex(/^(file|https?|s3):\/\/\S+$/, 'must be a file://, http(s):// or s3:// URL')
+    .describe('Where the model file is.'),
+  format: z.enum(['onnx']),
+  sha256: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digits')
+    .optional()
+    .describe('Expected digest; a mismatch refuses the model.'),
+});
+
+const modelStatus = z.object({
+  conditions: z.array(condition).optional(),
+  observedGeneration: count.optional(),
+});
+
+type JointInferenceServiceSpec = z.output<typeof jointInferenceServiceSpec>;
+type JointInferenceServiceStatus = z.output<typeof jointInferenceServiceStatus>;
+type ModelSpec = z.output<typeof modelSpec>;
+
+export {
+  jointInferenceServiceSpec,
+  jointInferenceServiceStatus,
+  modelSpec,
+  modelStatus,
+  dnsLabel,
+  hemNames,
+  miningModes,
+  fallbackPolicies,
+  offloadModes,
+};
+export type { JointInferenceServiceSpec, JointInferenceServiceStatus, ModelSpec };

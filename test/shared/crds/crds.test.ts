@@ -1,0 +1,83 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import {
+  customResourceDefinitions,
+  jointInferenceServiceSpec,
+  renderCustomResourceDefinitions,
+} from '../../../shared/crds/index.js';
+import { parseInput } from '../../../shared/schema/index.js';
+
+const root = new URL('../../../', import.meta.url);
+
+describe('CRDs', () => {
+  it('match the committed YAML (run `npm run crds` after changing shared/crds/schemas.ts)', () => {
+    for (const [file, text] of Object.entries(renderCustomResourceDefinitions())) {
+      expect(readFileSync(new URL(`knative/crds/${file}`, root), 'utf8'), file).toBe(text);
+    }
+  });
+
+  it('are structural: every schema node has a type, and there are no unions', () => {
+    const walk = (node: unknown, path: string): void => {
+      if (typeof node !== 'object' || node === null) return;
+      const schema = node as Record<string, unknown>;
+      expect(schema['type'], path).toBeTypeOf('string');
+      for (const banned of ['anyOf', 'oneOf', 'allOf', '$ref', 'not'])
+        expect(schema[banned], `${path}.${banned}`).toBeUndefined();
+      for (const [name, child] of Object.entries(
+        (schema['properties'] as Record<string, unknown> | undefined) ?? {},
+      ))
+        walk(child, `${path}.${name}`);
+      if (schema['items'] !== undefined) walk(schema['items'], `${path}[]`);
+      if (typeof schema['additionalProperties'] === 'object')
+        walk(schema['additionalProperties'], `${path}{}`);
+    };
+    for (const [file, crd] of Object.entries(customResourceDefinitions())) {
+      const version = (
+        crd as { spec: { versions: Array<{ schema: { openAPIV3Schema: unknown } }> } }
+      ).spec.versions[0]!;
+      walk(version.schema.openAPIV3Schema, file);
+    }
+  });
+
+  it('accept the seed sample unchanged', () => {
+    const sample = parse(
+      readFileSync(new URL('knative/samples/helmet-detection-demo.yaml', root), 'utf8'),
+    ) as { spec: unknown };
+    const spec = parseInput(jointInferenceServiceSpec, sample.spec, 'spec');
+    expect(spec.edgeWorker.hardExampleAlgorithm.name).toBe('IBT');
+    expect(spec.cloudWorker.model.name).toBe('big-model');
+  });
+
+  it.each([
+    [
+      { edgeWorker: { hardExampleAlgorithm: { name: 'Guess' } } },
+      /spec\.edgeWorker\.hardExampleAlgorithm\.name: Invalid option/,
+    ],
+    [
+      {
+        edgeWorker: { hardExampleAlgorithm: { name: 'Threshold', parameters: { threshold: 1.5 } } },
+      },
+      /spec\.edgeWorker\.hardExampleAlgorithm\.parameters\.threshold: Too big/,
+    ],
+    [
+      { edgeWorker: { model: { name: 'Big_Model' } } },
+      /spec\.edgeWorker\.model\.name: must be a lowercase RFC 1123 subdomain/,
+    ],
+    [
+      { edgeWorker: { offload: { fallback: 'retry' } } },
+      /spec\.edgeWorker\.offload\.fallback: Invalid option/,
+    ],
+    [{ cloudWorker: { scale: { maxScale: 0 } } }, /spec\.cloudWorker\.scale\.maxScale: Too small/],
+  ])('name the bad field: %o', (change, message) => {
+    const base = {
+      edgeWorker: { model: { name: 'small-model' }, hardExampleAlgorithm: { name: 'IBT' } },
+      cloudWorker: { model: { name: 'big-model' } },
+    };
+    const spec = {
+      edgeWorker: { ...base.edgeWorker, ...(change as { edgeWorker?: object }).edgeWorker },
+      cloudWorker: { ...base.cloudWorker, ...(change as { cloudWorker?: object }).cloudWorker },
+    };
+    expect(() => parseInput(jointInferenceServiceSpec, spec, 'spec')).toThrow(message);
+  });
+});
