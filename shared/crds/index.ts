@@ -8,6 +8,7 @@ export {
   miningModes,
   fallbackPolicies,
   offloadModes,
+  restartPolicies,
 } from './schemas.js';
 export { customResourceDefinitions, renderCustomResourceDefinitions } from './generate.js';
 export type {

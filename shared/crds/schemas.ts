@@ -32,6 +32,8 @@ const hemNames = [
 const miningModes = ['inference-then-mining', 'mining-then-inference'] as const;
 const fallbackPolicies = ['edge-result', 'error'] as const;
 const offloadModes = ['sync', 'async'] as const;
+/** Seed 004's policies, applied to worker failures the edge reports upstream. */
+const restartPolicies = ['Always', 'OnFailure', 'Never', 'ExitCode'] as const;
 
 /** The seed's free-form worker parameters: a list of string key/value pairs. */
 const workerSpec = z
@@ -50,6 +52,13 @@ const scale = z
     maxScale: z.number().int().min(1).optional(),
   })
   .describe('Knative autoscaling bounds for the worker Service.');
+
+const restartPolicy = z
+  .enum(restartPolicies)
+  .optional()
+  .describe(
+    'What a reported worker failure does: Always and OnFailure restart (OnFailure not after exit 0), Never does not, ExitCode restarts on 128-255 only. Default Always.',
+  );
 
 const modelRef = z.object({ name: dnsSubdomain.describe('A Model in the same namespace.') });
 
@@ -103,6 +112,7 @@ const jointInferenceServiceSpec = z.object({
       .optional(),
     workerSpec: workerSpec.optional(),
     scale: scale.optional(),
+    restartPolicy,
   }),
   cloudWorker: z.object({
     name: z.string().optional(),
@@ -110,6 +120,7 @@ const jointInferenceServiceSpec = z.object({
     ...placement,
     workerSpec: workerSpec.optional(),
     scale: scale.optional(),
+    restartPolicy,
   }),
 });
 
@@ -123,6 +134,26 @@ const condition = z.object({
 });
 
 const count = z.number().int().min(0);
+
+/**
+ * One worker's last report (written by upstream-status) and what the reconciler did about it:
+ * `handledReport` is the reportTime of the failure already acted on, so a failure restarts the
+ * worker once, however often the reconciler runs.
+ */
+const workerStatus = z.object({
+  state: z
+    .string()
+    .optional()
+    .describe('Last reported state: Pending, Running, Completed, Failed.'),
+  exitCode: z.number().int().min(0).max(255).optional(),
+  message: z.string().optional(),
+  reportTime: z.string().optional(),
+  handledReport: z.string().optional(),
+  outcome: z.string().optional().describe('Restarted, or Permanent when the policy says so.'),
+  restarts: count.optional(),
+  restartedAt: z.string().optional(),
+  failedGeneration: count.optional(),
+});
 
 const jointInferenceServiceStatus = z.object({
   conditions: z.array(condition).optional(),
@@ -138,6 +169,7 @@ const jointInferenceServiceStatus = z.object({
   inferenceNumber: count.optional(),
   hardExampleNumber: count.optional(),
   offloadRatio: fraction.optional(),
+  workers: z.object({ edge: workerStatus.optional(), cloud: workerStatus.optional() }).optional(),
 });
 
 const modelSpec = z.object({
@@ -172,5 +204,6 @@ export {
   miningModes,
   fallbackPolicies,
   offloadModes,
+  restartPolicies,
 };
 export type { JointInferenceServiceSpec, JointInferenceServiceStatus, ModelSpec };

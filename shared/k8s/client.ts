@@ -4,13 +4,14 @@
  * ValidationError (400/422: the API server refused what we sent), UnavailableError (the API
  * server is unreachable, overloaded or failing: retryable).
  */
-import type { V1Node, V1Secret } from '@kubernetes/client-node';
+import type { CoreV1Event, V1Node, V1Secret } from '@kubernetes/client-node';
 import {
   ApiException,
   CoreV1Api,
   CustomObjectsApi,
   KubeConfig,
   PatchStrategy,
+  VersionApi,
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import {
@@ -58,6 +59,8 @@ interface Kube {
   patch(ref: ObjectRef, patch: Record<string, unknown>): Promise<KubeObject>;
   patchStatus(ref: ObjectRef, patch: Record<string, unknown>): Promise<KubeObject>;
   delete(ref: ObjectRef): Promise<void>;
+  /** Resolves when the API server answers (readiness checks). */
+  ping(): Promise<void>;
 }
 
 /** The standard lookup: KUBECONFIG if set, else the in-cluster service account. */
@@ -122,9 +125,12 @@ const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 function createKube(config: KubeConfig): Kube {
   const custom = config.makeApiClient(CustomObjectsApi);
   const core = config.makeApiClient(CoreV1Api);
+  const version = config.makeApiClient(VersionApi);
   const as = (value: unknown) => value as KubeObject;
   const where = (ref: { kind: KindName; namespace?: string | undefined }) => {
     const kind = kinds[ref.kind];
+    // Events are written and listed only; nothing reads one back by name.
+    if (ref.kind === 'event') throw new Error('Events support create and list only');
     if (kind.namespaced && ref.namespace === undefined)
       throw new Error(`${kind.kind} needs a namespace`);
     return {
@@ -156,6 +162,11 @@ function createKube(config: KubeConfig): Kube {
             options.namespace === undefined
               ? await core.listSecretForAllNamespaces({ labelSelector })
               : await core.listNamespacedSecret({ namespace: options.namespace, labelSelector });
+        } else if (kindName === 'event') {
+          list =
+            options.namespace === undefined
+              ? await core.listEventForAllNamespaces({ labelSelector })
+              : await core.listNamespacedEvent({ namespace: options.namespace, labelSelector });
         } else if (options.namespace === undefined) {
           list = (await custom.listClusterCustomObject({
             group: kind.group,
@@ -182,6 +193,13 @@ function createKube(config: KubeConfig): Kube {
             await core.createNamespacedSecret({
               namespace: namespace ?? '',
               body: full as unknown as V1Secret,
+            }),
+          );
+        if (kindName === 'event')
+          return as(
+            await core.createNamespacedEvent({
+              namespace: namespace ?? '',
+              body: full as unknown as CoreV1Event,
             }),
           );
         return as(
@@ -228,6 +246,10 @@ function createKube(config: KubeConfig): Kube {
         else if (ref.kind === 'secret')
           await core.deleteNamespacedSecret({ name: ref.name, namespace: where(ref).namespace });
         else await custom.deleteNamespacedCustomObject({ ...where(ref), name: ref.name });
+      }),
+    ping: () =>
+      guard(async () => {
+        await version.getCode();
       }),
   };
 }

@@ -32,6 +32,7 @@ const kinds = Object.freeze({
   },
   node: { group: '', version: 'v1', plural: 'nodes', kind: 'Node', namespaced: false },
   secret: { group: '', version: 'v1', plural: 'secrets', kind: 'Secret', namespaced: true },
+  event: { group: '', version: 'v1', plural: 'events', kind: 'Event', namespaced: true },
 } as const satisfies Record<string, Kind>);
 
 type KindName = keyof typeof kinds;

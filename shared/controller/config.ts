@@ -1,0 +1,38 @@
+/** reconcile-tick's settings, read once at start-up (see README "Configuration"). */
+import { z } from 'zod';
+import { readEnv } from '../config/index.js';
+import type { Env } from '../config/index.js';
+import type { WorkerSettings } from './desired.js';
+
+const schema = z.object({
+  WORKER_IMAGE: z.string().min(1, 'required: the image edge and cloud workers run'),
+  UPSTREAM_STATUS_URL: z.url({ protocol: /^https?$/ }).optional(),
+  WORKER_SECRET: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a Secret name')
+    .optional(),
+  STATUS_HEARTBEAT_SECONDS: z.coerce.number().int().min(1).default(3600),
+  RECONCILE_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
+});
+
+interface ControllerConfig {
+  workers: WorkerSettings;
+  heartbeatMs: number;
+  concurrency: number;
+}
+
+function loadControllerConfig(env: Env = process.env): ControllerConfig {
+  const raw = readEnv(schema, env);
+  return {
+    workers: {
+      image: raw.WORKER_IMAGE,
+      upstreamStatusUrl: raw.UPSTREAM_STATUS_URL,
+      workerSecret: raw.WORKER_SECRET,
+    },
+    heartbeatMs: raw.STATUS_HEARTBEAT_SECONDS * 1000,
+    concurrency: raw.RECONCILE_CONCURRENCY,
+  };
+}
+
+export { loadControllerConfig };
+export type { ControllerConfig };

@@ -1,0 +1,304 @@
+/**
+ * What a JointInferenceService asks for: its two worker Knative Services, built from the spec,
+ * the referenced Models and the cluster's Nodes. Pure: the same inputs give the same objects, so
+ * comparing them with what is stored tells whether anything must be written.
+ */
+import { jointInferenceServiceSpec, modelSpec } from '../crds/index.js';
+import type { JointInferenceServiceSpec, ModelSpec } from '../crds/index.js';
+import { apiVersion, kinds } from '../k8s/index.js';
+import type { KubeObject } from '../k8s/index.js';
+import type { RestartPolicy } from './restart.js';
+import { annotations, labels, managerName, roles, workerName } from './types.js';
+import type { Role, ServiceObject } from './types.js';
+
+/** Operator-wide settings for the workers (see functions/reconcile-tick for the variables). */
+interface WorkerSettings {
+  /** The one image of all functions; FUNCTION_TARGET picks edge-infer or cloud-infer. */
+  image: string;
+  /** Where edge workers report (upstream-status's URL as edge nodes reach it). */
+  upstreamStatusUrl: string | undefined;
+  /** A Secret whose keys become every worker's environment (e.g. REDIS_URL). */
+  workerSecret: string | undefined;
+}
+
+/** Why a spec cannot be deployed; the reason becomes a condition reason. */
+type Problem = {
+  reason: 'InvalidSpec' | 'ModelNotFound' | 'InvalidModel' | 'NodeNotFound';
+  message: string;
+};
+
+type Desired =
+  | ({ valid: false } & Problem)
+  | {
+      valid: true;
+      spec: JointInferenceServiceSpec;
+      workers: Record<Role, KubeObject>;
+      policies: Record<Role, RestartPolicy>;
+    };
+
+/** Knative names a revision `<service>-00001`, and that must stay a 63-character DNS label. */
+const maxServiceNameLength = 63 - '-cloud'.length - '-00001'.length;
+
+const workerPort = 8080;
+
+function ownerReference(service: ServiceObject) {
+  return {
+    apiVersion: apiVersion(kinds.jointInferenceService),
+    kind: kinds.jointInferenceService.kind,
+    name: service.metadata.name,
+    uid: service.metadata.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+}
+
+function selectorText(selector: Readonly<Record<string, string>>): string {
+  return Object.entries(selector)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
+}
+
+function matches(node: KubeObject, selector: Readonly<Record<string, string>>): boolean {
+  const nodeLabels = node.metadata.labels ?? {};
+  return Object.entries(selector).every(([k, v]) => nodeLabels[k] === v);
+}
+
+/**
+ * The nodes a worker may run on: its nodeName, or every node its nodeSelector matches, or
+ * undefined when it is not pinned at all.
+ */
+function placementNodes(
+  worker: { nodeName?: string | undefined; nodeSelector?: Record<string, string> | undefined },
+  nodes: readonly KubeObject[],
+): string[] | undefined {
+  if (worker.nodeName !== undefined) return [worker.nodeName];
+  if (worker.nodeSelector !== undefined && Object.keys(worker.nodeSelector).length > 0) {
+    const selector = worker.nodeSelector;
+    return nodes.filter((node) => matches(node, selector)).map((node) => node.metadata.name);
+  }
+  return undefined;
+}
+
+function checkPlacement(
+  role: Role,
+  worker: { nodeName?: string | undefined; nodeSelector?: Record<string, string> | undefined },
+  nodes: ReadonlyMap<string, KubeObject>,
+): Problem | undefined {
+  const field = `spec.${role}Worker`;
+  if (worker.nodeName !== undefined) {
+    return nodes.has(worker.nodeName)
+      ? undefined
+      : {
+          reason: 'NodeNotFound',
+          message: `Node "${worker.nodeName}" (${field}.nodeName) does not exist`,
+        };
+  }
+  const placed = placementNodes(worker, [...nodes.values()]);
+  if (placed !== undefined && placed.length === 0) {
+    return {
+      reason: 'NodeNotFound',
+      message: `no Node matches ${field}.nodeSelector ${selectorText(worker.nodeSelector ?? {})}`,
+    };
+  }
+  return undefined;
+}
+
+type EnvVar =
+  | { name: string; value: string }
+  | { name: string; valueFrom: Record<string, Record<string, unknown>> };
+
+function env(values: Record<string, string | number | undefined>): EnvVar[] {
+  return Object.entries(values)
+    .filter((entry): entry is [string, string | number] => entry[1] !== undefined)
+    .map(([name, value]) => ({ name, value: String(value) }));
+}
+
+function workerParameters(
+  parameters: ReadonlyArray<{ key: string; value: string }> | undefined,
+): string | undefined {
+  if (parameters === undefined || parameters.length === 0) return undefined;
+  return JSON.stringify(Object.fromEntries(parameters.map((p) => [p.key, p.value])));
+}
+
+function workerService(
+  service: ServiceObject,
+  spec: JointInferenceServiceSpec,
+  role: Role,
+  model: ModelSpec,
+  settings: WorkerSettings,
+): KubeObject {
+  const { name, namespace = '' } = service.metadata;
+  const worker = role === 'edge' ? spec.edgeWorker : spec.cloudWorker;
+  const roleLabels = {
+    [labels.managedBy]: managerName,
+    [labels.service]: name,
+    [labels.role]: role,
+  };
+  const common = {
+    FUNCTION_TARGET: role === 'edge' ? 'edge-infer' : 'cloud-infer',
+    EDGEAI_SERVICE: `${namespace}/${name}`,
+    EDGEAI_WORKER: role,
+    MODEL_NAME: worker.model.name,
+    MODEL_URL: model.url,
+    MODEL_FORMAT: model.format,
+    MODEL_SHA256: model.sha256,
+    WORKER_PARAMETERS: workerParameters(worker.workerSpec?.parameters),
+  };
+  const variables: EnvVar[] = [];
+  if (role === 'edge') {
+    const edge = spec.edgeWorker;
+    const hem = edge.hardExampleAlgorithm;
+    variables.push(
+      ...env({
+        ...common,
+        HEM_NAME: hem.name,
+        HEM_PARAMETERS:
+          hem.parameters === undefined || Object.keys(hem.parameters).length === 0
+            ? undefined
+            : JSON.stringify(hem.parameters),
+        MINING_MODE: edge.miningMode ?? 'inference-then-mining',
+        OFFLOAD_MODE: edge.offload?.mode ?? 'sync',
+        OFFLOAD_DEADLINE_MS: edge.offload?.deadlineMs ?? 2000,
+        CLOUD_FALLBACK: edge.offload?.fallback ?? 'edge-result',
+        CLOUD_URL: `http://${workerName(name, 'cloud')}.${namespace}.svc.cluster.local`,
+        UPSTREAM_STATUS_URL: settings.upstreamStatusUrl,
+      }),
+      // The node the pod landed on names the reporter (and the token it signs reports with).
+      { name: 'EDGEAI_NODE', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+    );
+    if (edge.nodeName !== undefined) {
+      variables.push({
+        name: 'EDGEAI_NODE_TOKEN',
+        valueFrom: {
+          secretKeyRef: { name: `edgeai-node-${edge.nodeName}`, key: 'token', optional: true },
+        },
+      });
+    }
+  } else {
+    variables.push(...env(common));
+  }
+  const nodeSelector = {
+    ...(worker.nodeSelector ?? {}),
+    ...(worker.nodeName === undefined ? {} : { 'kubernetes.io/hostname': worker.nodeName }),
+  };
+  const templateAnnotations: Record<string, string> = {};
+  if (worker.scale?.minScale !== undefined)
+    templateAnnotations[annotations.minScale] = String(worker.scale.minScale);
+  if (worker.scale?.maxScale !== undefined)
+    templateAnnotations[annotations.maxScale] = String(worker.scale.maxScale);
+  const serviceLabels: Record<string, string> = { ...roleLabels };
+  // The cloud worker is reached only from inside the cluster (by the edge workers).
+  if (role === 'cloud') serviceLabels['networking.knative.dev/visibility'] = 'cluster-local';
+  return {
+    apiVersion: apiVersion(kinds.knativeService),
+    kind: kinds.knativeService.kind,
+    metadata: {
+      name: workerName(name, role),
+      namespace,
+      labels: serviceLabels,
+      annotations: { [annotations.generation]: String(service.metadata.generation ?? 0) },
+      ownerReferences: [ownerReference(service)],
+    },
+    spec: {
+      template: {
+        metadata: { labels: roleLabels, annotations: templateAnnotations },
+        spec: {
+          ...(Object.keys(nodeSelector).length > 0 ? { nodeSelector } : {}),
+          containers: [
+            {
+              name: 'worker',
+              image: settings.image,
+              ports: [{ containerPort: workerPort }],
+              env: variables,
+              ...(settings.workerSecret === undefined
+                ? {}
+                : { envFrom: [{ secretRef: { name: settings.workerSecret, optional: true } }] }),
+              readinessProbe: { httpGet: { path: '/health/readiness' } },
+            },
+          ],
+        },
+      },
+    },
+  };
+}
+
+/**
+ * The desired workers of `service`, or the first reason they cannot be built: an invalid spec,
+ * a missing or invalid Model (both are named), a missing Node.
+ */
+function desiredState(
+  service: ServiceObject,
+  models: ReadonlyMap<string, KubeObject>,
+  nodes: ReadonlyMap<string, KubeObject>,
+  settings: WorkerSettings,
+): Desired {
+  if (service.metadata.name.length > maxServiceNameLength) {
+    return {
+      valid: false,
+      reason: 'InvalidSpec',
+      message: `metadata.name: at most ${maxServiceNameLength} characters, so that worker revision names stay valid DNS labels`,
+    };
+  }
+  const parsed = jointInferenceServiceSpec.safeParse(service.spec);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map(
+      (issue) => `spec.${issue.path.map(String).join('.')}: ${issue.message}`,
+    );
+    return { valid: false, reason: 'InvalidSpec', message: problems.join('; ') };
+  }
+  const spec = parsed.data;
+  const namespace = service.metadata.namespace ?? '';
+  const missing: string[] = [];
+  const invalid: string[] = [];
+  const modelSpecs = {} as Record<Role, ModelSpec>;
+  for (const role of roles) {
+    const ref = (role === 'edge' ? spec.edgeWorker : spec.cloudWorker).model.name;
+    const model = models.get(ref);
+    if (model === undefined) {
+      missing.push(`"${ref}" (spec.${role}Worker.model.name)`);
+      continue;
+    }
+    const modelParsed = modelSpec.safeParse(model['spec']);
+    if (!modelParsed.success) {
+      invalid.push(
+        `"${ref}": ${modelParsed.error.issues.map((i) => `spec.${i.path.map(String).join('.')}: ${i.message}`).join('; ')}`,
+      );
+      continue;
+    }
+    modelSpecs[role] = modelParsed.data;
+  }
+  if (missing.length > 0) {
+    const noun = missing.length === 1 ? 'Model' : 'Models';
+    return {
+      valid: false,
+      reason: 'ModelNotFound',
+      message: `${noun} ${missing.join(' and ')} not found in namespace ${namespace}`,
+    };
+  }
+  if (invalid.length > 0) {
+    return { valid: false, reason: 'InvalidModel', message: `Model ${invalid.join('; Model ')}` };
+  }
+  for (const role of roles) {
+    const problem = checkPlacement(
+      role,
+      role === 'edge' ? spec.edgeWorker : spec.cloudWorker,
+      nodes,
+    );
+    if (problem !== undefined) return { valid: false, ...problem };
+  }
+  return {
+    valid: true,
+    spec,
+    workers: {
+      edge: workerService(service, spec, 'edge', modelSpecs.edge, settings),
+      cloud: workerService(service, spec, 'cloud', modelSpecs.cloud, settings),
+    },
+    policies: {
+      edge: spec.edgeWorker.restartPolicy ?? 'Always',
+      cloud: spec.cloudWorker.restartPolicy ?? 'Always',
+    },
+  };
+}
+
+export { desiredState, placementNodes, maxServiceNameLength };
+export type { Desired, WorkerSettings };

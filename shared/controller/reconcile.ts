@@ -1,0 +1,494 @@
+/**
+ * The decision of the reconcile-tick controller, as a pure function: what is stored (the
+ * JointInferenceService and the worker Services it owns) and what is wanted (desired.ts) in,
+ * the writes that close the gap out. No write when nothing differs: that is what keeps a tick
+ * over a thousand services free, and what stops the status writes the reconciler makes from
+ * waking it up forever through its own ApiServerSource.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import type { JointInferenceServiceStatus } from '../crds/index.js';
+import type { KubeObject } from '../k8s/index.js';
+import { findCondition, mergeConditions } from './conditions.js';
+import type { ConditionState } from './conditions.js';
+import type { Desired } from './desired.js';
+import { restartDecision } from './restart.js';
+import { annotations, roles } from './types.js';
+import type { Role, ServiceObject, WorkerStatus } from './types.js';
+
+interface Observed {
+  service: ServiceObject;
+  /** The worker Services found for it (by label), whoever owns them now. */
+  workers: Partial<Record<Role, KubeObject>>;
+}
+
+type Action =
+  | { kind: 'create'; role: Role; object: KubeObject }
+  | { kind: 'update'; role: Role; name: string; patch: Record<string, unknown> }
+  /** Conditional on `resourceVersion`: a concurrent writer makes it fail and the pass re-run. */
+  | { kind: 'status'; resourceVersion: string; status: Record<string, unknown> }
+  | { kind: 'event'; type: 'Normal' | 'Warning'; reason: string; message: string };
+
+interface ReconcileOptions {
+  /** Rewrite lastReconcileTime when it is older than this, even if nothing else changed. */
+  heartbeatMs: number;
+}
+
+/** True when every field of `wanted` is in `actual` with the same value (arrays: same length). */
+function covers(actual: unknown, wanted: unknown): boolean {
+  if (Array.isArray(wanted)) {
+    return (
+      Array.isArray(actual) &&
+      actual.length === wanted.length &&
+      wanted.every((item, i) => covers(actual[i], item))
+    );
+  }
+  if (typeof wanted === 'object' && wanted !== null) {
+    if (typeof actual !== 'object' || actual === null || Array.isArray(actual)) return false;
+    const record = actual as Record<string, unknown>;
+    return Object.entries(wanted).every(([k, v]) => covers(record[k], v));
+  }
+  return actual === wanted;
+}
+
+function path(object: unknown, ...keys: string[]): unknown {
+  let at = object;
+  for (const k of keys) {
+    if (typeof at !== 'object' || at === null) return undefined;
+    at = (at as Record<string, unknown>)[k];
+  }
+  return at;
+}
+
+/**
+ * A merge patch must name the keys to drop with null: those of the maps the controller owns that
+ * are stored but no longer wanted. (Fields Knative defaults in are left alone.)
+ */
+function removals(
+  stored: unknown,
+  wanted: Record<string, string>,
+  owned: (key: string) => boolean,
+): Record<string, string | null> {
+  const result: Record<string, string | null> = { ...wanted };
+  if (typeof stored === 'object' && stored !== null) {
+    for (const k of Object.keys(stored)) if (!(k in wanted) && owned(k)) result[k] = null;
+  }
+  return result;
+}
+
+const ownedTemplateAnnotations = new Set<string>([
+  annotations.minScale,
+  annotations.maxScale,
+  annotations.restartedAt,
+]);
+
+function hasStale(stored: unknown, wanted: Record<string, string>, owned: (k: string) => boolean) {
+  return Object.values(removals(stored, wanted, owned)).some((v) => v === null);
+}
+
+/** The stored worker's template differs from the wanted one in a field we own. */
+function workerDrift(stored: KubeObject, wanted: KubeObject): Record<string, unknown> | undefined {
+  const storedTemplate = path(stored, 'spec', 'template');
+  const wantedAnnotations = (path(wanted, 'spec', 'template', 'metadata', 'annotations') ??
+    {}) as Record<string, string>;
+  const wantedSelector = (path(wanted, 'spec', 'template', 'spec', 'nodeSelector') ?? {}) as Record<
+    string,
+    string
+  >;
+  const storedAnnotations = path(storedTemplate, 'metadata', 'annotations');
+  const storedSelector = path(storedTemplate, 'spec', 'nodeSelector');
+  const upToDate =
+    covers(stored.metadata, wanted.metadata) &&
+    covers(stored['spec'], wanted['spec']) &&
+    !hasStale(storedAnnotations, wantedAnnotations, (k) => ownedTemplateAnnotations.has(k)) &&
+    !hasStale(storedSelector, wantedSelector, () => true);
+  if (upToDate) return undefined;
+  const wantedSpec = wanted['spec'] as { template: { metadata: object; spec: object } };
+  return {
+    metadata: {
+      labels: wanted.metadata.labels,
+      annotations: wanted.metadata.annotations,
+      ownerReferences: wanted.metadata.ownerReferences,
+    },
+    spec: {
+      template: {
+        metadata: {
+          ...wantedSpec.template.metadata,
+          annotations: removals(storedAnnotations, wantedAnnotations, (k) =>
+            ownedTemplateAnnotations.has(k),
+          ),
+        },
+        spec: {
+          ...wantedSpec.template.spec,
+          nodeSelector:
+            Object.keys(wantedSelector).length === 0 && storedSelector === undefined
+              ? undefined
+              : removals(storedSelector, wantedSelector, () => true),
+        },
+      },
+    },
+  };
+}
+
+type Readiness = { status: 'True' | 'False' | 'Unknown'; reason: string; message: string };
+
+/** A Knative Service's Ready condition, Unknown until it has seen its latest spec. */
+function serviceReadiness(worker: KubeObject | undefined): Readiness {
+  if (worker === undefined)
+    return { status: 'Unknown', reason: 'Absent', message: 'no worker Service' };
+  const status = worker['status'] as
+    { observedGeneration?: number; conditions?: Array<Record<string, unknown>> } | undefined;
+  if (status?.observedGeneration !== worker.metadata.generation) {
+    return { status: 'Unknown', reason: 'Deploying', message: 'latest spec not yet rolled out' };
+  }
+  const ready = status?.conditions?.find((c) => c['type'] === 'Ready');
+  const value = ready?.['status'];
+  return {
+    status: value === 'True' || value === 'False' ? value : 'Unknown',
+    reason: typeof ready?.['reason'] === 'string' ? ready['reason'] : 'Deploying',
+    message: typeof ready?.['message'] === 'string' ? ready['message'] : '',
+  };
+}
+
+interface WorkerView {
+  status: WorkerStatus;
+  permanent: boolean;
+  restarting: boolean;
+  completed: boolean;
+  readiness: Readiness;
+  state: string;
+}
+
+function describeReport(role: Role, status: WorkerStatus): string {
+  const code = status.exitCode === undefined ? '' : ` with exit code ${status.exitCode}`;
+  const detail = status.message === undefined ? '' : `: ${status.message}`;
+  return `${role} worker reported ${status.state ?? 'Failed'}${code}${detail}`;
+}
+
+/**
+ * Applies the restart policy to the worker's last report, once per report: the report's time is
+ * recorded as handled, so later passes see the decision rather than make it again.
+ */
+function judgeWorker(
+  role: Role,
+  previous: WorkerStatus,
+  desired: Desired,
+  generation: number,
+  now: string,
+  events: Action[],
+): WorkerStatus {
+  let status = previous;
+  const report = previous.reportTime;
+  const finished = previous.state === 'Failed' || previous.state === 'Completed';
+  if (desired.valid && finished && report !== undefined && report !== previous.handledReport) {
+    const decision = restartDecision(
+      desired.policies[role],
+      previous.state ?? '',
+      previous.exitCode,
+    );
+    const policy = `restartPolicy ${desired.policies[role]}`;
+    if (decision === 'restart') {
+      status = {
+        ...status,
+        handledReport: report,
+        outcome: 'Restarted',
+        restarts: (status.restarts ?? 0) + 1,
+        restartedAt: now,
+      };
+      events.push({
+        kind: 'event',
+        type: 'Warning',
+        reason: 'WorkerRestarted',
+        message: `${describeReport(role, previous)}; ${policy}: restarting it`,
+      });
+    } else {
+      status = {
+        ...status,
+        handledReport: report,
+        outcome: decision === 'permanent' ? 'Permanent' : 'None',
+        failedGeneration: generation,
+      };
+      if (decision === 'permanent') {
+        events.push({
+          kind: 'event',
+          type: 'Warning',
+          reason: 'WorkerFailed',
+          message: `${describeReport(role, previous)}; ${policy}: not restarting it`,
+        });
+      }
+    }
+  }
+  // A spec change may remove the cause of a permanent failure: try the new spec once.
+  const stillReported = status.handledReport === status.reportTime;
+  if (
+    desired.valid &&
+    status.outcome === 'Permanent' &&
+    stillReported &&
+    status.failedGeneration !== generation
+  ) {
+    status = {
+      ...status,
+      outcome: 'Restarted',
+      restarts: (status.restarts ?? 0) + 1,
+      restartedAt: now,
+    };
+    events.push({
+      kind: 'event',
+      type: 'Normal',
+      reason: 'WorkerRetried',
+      message: `spec changed (generation ${generation}): retrying the ${role} worker`,
+    });
+  }
+  return status;
+}
+
+/** `written`: the worker is created or updated in this pass, so it is not rolled out yet. */
+function viewWorker(
+  status: WorkerStatus,
+  stored: KubeObject | undefined,
+  written = false,
+): WorkerView {
+  const noNewReport =
+    status.handledReport !== undefined && status.handledReport === status.reportTime;
+  const permanent = status.outcome === 'Permanent' && noNewReport;
+  const restarting = status.outcome === 'Restarted' && noNewReport;
+  const completed = status.outcome === 'None' && noNewReport && status.state === 'Completed';
+  const readiness: Readiness = written
+    ? { status: 'Unknown', reason: 'Deploying', message: 'latest spec not yet rolled out' }
+    : serviceReadiness(stored);
+  let state: string;
+  if (permanent) state = 'Failed';
+  else if (restarting) state = 'Restarting';
+  else if (completed) state = 'Completed';
+  else if (stored === undefined && !written) state = 'Absent';
+  else if (readiness.status === 'True') state = 'Running';
+  else if (readiness.status === 'False') state = 'NotReady';
+  else state = 'Pending';
+  return { status, permanent, restarting, completed, readiness, state };
+}
+
+function conditionsFor(desired: Desired, views: Record<Role, WorkerView>): ConditionState[] {
+  const all = roles.map((role) => ({ role, view: views[role] }));
+  const failed = all.filter(({ view }) => view.permanent || view.completed);
+  const restarting = all.filter(({ view }) => view.restarting);
+  const notReady = all.filter(({ view }) => view.readiness.status === 'False');
+  const running = all.every(({ view }) => view.readiness.status === 'True');
+  const list = (items: typeof all, text: (role: Role, view: WorkerView) => string) =>
+    items.map(({ role, view }) => text(role, view)).join('; ');
+  const created: ConditionState = desired.valid
+    ? {
+        type: 'Created',
+        status: 'True',
+        reason: 'WorkersCreated',
+        message: 'edge and cloud workers exist',
+      }
+    : { type: 'Created', status: 'False', reason: desired.reason, message: desired.message };
+  const runningCondition: ConditionState = running
+    ? { type: 'Running', status: 'True', reason: 'WorkersReady', message: 'both workers are ready' }
+    : notReady.length > 0
+      ? {
+          type: 'Running',
+          status: 'False',
+          reason: 'WorkerNotReady',
+          message: list(notReady, (r, v) =>
+            `${r} worker: ${v.readiness.reason} ${v.readiness.message}`.trim(),
+          ),
+        }
+      : {
+          type: 'Running',
+          status: 'Unknown',
+          reason: 'Deploying',
+          message: 'waiting for the workers to become ready',
+        };
+  const failedCondition: ConditionState =
+    failed.length > 0
+      ? {
+          type: 'Failed',
+          status: 'True',
+          reason: failed.some(({ view }) => view.permanent)
+            ? 'PermanentFailure'
+            : 'WorkerCompleted',
+          message: list(
+            failed,
+            (r, v) => `${describeReport(r, v.status)}; not restarted by its restartPolicy`,
+          ),
+        }
+      : { type: 'Failed', status: 'False', reason: 'NoFailure', message: '' };
+  const restartingCondition: ConditionState =
+    restarting.length > 0
+      ? {
+          type: 'Restarting',
+          status: 'True',
+          reason: 'WorkerRestarted',
+          message: list(
+            restarting,
+            (r, v) =>
+              `${r} worker restarted ${v.status.restarts ?? 1} time(s), last at ${v.status.restartedAt ?? ''}`,
+          ),
+        }
+      : { type: 'Restarting', status: 'False', reason: 'NotRestarting', message: '' };
+  const degraded =
+    views.edge.readiness.status === 'True' && views.cloud.readiness.status !== 'True';
+  const degradedCondition: ConditionState = degraded
+    ? {
+        type: 'Degraded',
+        status: 'True',
+        reason: 'CloudWorkerUnavailable',
+        message: 'the edge answers alone: hard examples get the configured fallback',
+      }
+    : { type: 'Degraded', status: 'False', reason: 'NotDegraded', message: '' };
+  let ready: ConditionState;
+  if (!desired.valid)
+    ready = { type: 'Ready', status: 'False', reason: desired.reason, message: desired.message };
+  else if (failed.length > 0) ready = { ...failedCondition, type: 'Ready', status: 'False' };
+  else if (restarting.length > 0)
+    ready = { ...restartingCondition, type: 'Ready', status: 'False', reason: 'WorkerRestarting' };
+  else if (running)
+    ready = {
+      type: 'Ready',
+      status: 'True',
+      reason: 'Ready',
+      message: 'edge and cloud workers are serving',
+    };
+  else
+    ready = {
+      ...runningCondition,
+      type: 'Ready',
+      status: runningCondition.status === 'False' ? 'False' : 'Unknown',
+    };
+  return [
+    ready,
+    created,
+    runningCondition,
+    restartingCondition,
+    failedCondition,
+    degradedCondition,
+  ];
+}
+
+/** Events for the conditions that changed status: warnings for trouble, Normal for recovery. */
+function transitionEvents(
+  previous: JointInferenceServiceStatus['conditions'],
+  next: readonly ConditionState[],
+): Action[] {
+  const events: Action[] = [];
+  for (const state of next) {
+    const before = findCondition(previous, state.type);
+    if (before?.status === state.status && before.reason === state.reason) continue;
+    const bad =
+      (state.type === 'Ready' && state.status === 'False') ||
+      (state.type === 'Created' && state.status === 'False') ||
+      (state.type === 'Degraded' && state.status === 'True');
+    if (bad)
+      events.push({ kind: 'event', type: 'Warning', reason: state.reason, message: state.message });
+    else if (state.type === 'Ready' && state.status === 'True')
+      events.push({ kind: 'event', type: 'Normal', reason: 'Ready', message: state.message });
+  }
+  return events;
+}
+
+/** The writes that make the stored state match the desired one (see the file comment). */
+function reconcile(
+  observed: Observed,
+  desired: Desired,
+  now: Date,
+  options: ReconcileOptions,
+): Action[] {
+  const nowIso = now.toISOString();
+  const { service } = observed;
+  const previous = service.status ?? {};
+  const generation = service.metadata.generation ?? 0;
+  const events: Action[] = [];
+  const workerActions: Action[] = [];
+  const statuses = {} as Record<Role, WorkerStatus>;
+  const views = {} as Record<Role, WorkerView>;
+  for (const role of roles) {
+    const status = judgeWorker(
+      role,
+      previous.workers?.[role] ?? {},
+      desired,
+      generation,
+      nowIso,
+      events,
+    );
+    statuses[role] = status;
+    const stored = observed.workers[role];
+    const view = viewWorker(status, stored);
+    if (desired.valid && !view.permanent && !view.completed) {
+      const wanted = structuredClone(desired.workers[role]);
+      if (status.restartedAt !== undefined) {
+        const template = (
+          wanted['spec'] as { template: { metadata: { annotations: Record<string, string> } } }
+        ).template;
+        template.metadata.annotations[annotations.restartedAt] = status.restartedAt;
+      }
+      if (stored === undefined) {
+        workerActions.push({ kind: 'create', role, object: wanted });
+        const recreated = findCondition(previous.conditions, 'Created')?.status === 'True';
+        events.push({
+          kind: 'event',
+          type: recreated ? 'Warning' : 'Normal',
+          reason: recreated ? 'WorkerRecreated' : 'WorkerCreated',
+          message: `${recreated ? 'recreated the missing' : 'created the'} ${role} worker Service ${wanted.metadata.name}`,
+        });
+      } else {
+        const patch = workerDrift(stored, wanted);
+        if (patch !== undefined) {
+          workerActions.push({ kind: 'update', role, name: stored.metadata.name, patch });
+          events.push({
+            kind: 'event',
+            type: 'Normal',
+            reason: 'WorkerUpdated',
+            message: `updated the ${role} worker Service ${stored.metadata.name} to generation ${generation}`,
+          });
+        }
+      }
+    }
+    // A worker written in this pass has not been rolled out yet.
+    views[role] = workerActions.some(
+      (a) => (a.kind === 'create' || a.kind === 'update') && a.role === role,
+    )
+      ? viewWorker(status, stored, true)
+      : view;
+  }
+  const conditionStates = conditionsFor(desired, views);
+  const wanted: JointInferenceServiceStatus = {
+    observedGeneration: generation,
+    startTime: previous.startTime ?? nowIso,
+    edgeWorkerState: views.edge.state,
+    cloudWorkerState: views.cloud.state,
+    activeWorkers: roles.filter((r) => views[r].state === 'Running').length,
+    failedWorkers: roles.filter((r) => views[r].permanent).length,
+  };
+  const patch: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(wanted)) {
+    if (!isDeepStrictEqual(previous[k as keyof JointInferenceServiceStatus], v)) patch[k] = v;
+  }
+  const conditions = mergeConditions(previous.conditions, conditionStates, nowIso);
+  if (!isDeepStrictEqual(previous.conditions, conditions)) patch['conditions'] = conditions;
+  const workersPatch: Record<string, WorkerStatus> = {};
+  for (const role of roles) {
+    if (!isDeepStrictEqual(previous.workers?.[role] ?? {}, statuses[role]))
+      workersPatch[role] = statuses[role];
+  }
+  if (Object.keys(workersPatch).length > 0) patch['workers'] = workersPatch;
+  const last =
+    previous.lastReconcileTime === undefined ? 0 : Date.parse(previous.lastReconcileTime);
+  const heartbeatDue = now.getTime() - last >= options.heartbeatMs;
+  const actions: Action[] = [];
+  if (Object.keys(patch).length > 0 || heartbeatDue) {
+    actions.push({
+      kind: 'status',
+      resourceVersion: service.metadata.resourceVersion ?? '',
+      status: { ...patch, lastReconcileTime: nowIso },
+    });
+  }
+  actions.push(
+    ...workerActions,
+    ...events,
+    ...transitionEvents(previous.conditions, conditionStates),
+  );
+  return actions;
+}
+
+export { reconcile, covers, serviceReadiness };
+export type { Action, Observed, ReconcileOptions };

@@ -1,0 +1,184 @@
+/**
+ * reconcile-tick's I/O: read what it needs (a tick lists each kind once; an event reads one
+ * service), decide with reconcile(), write with applyActions(). A status conflict re-runs the
+ * pass for that one service from fresh reads, a few times.
+ */
+import pMap from 'p-map';
+import { NotFoundError, UnavailableError } from '../errors/index.js';
+import type { Kube, KubeObject } from '../k8s/index.js';
+import type { Logger } from '../telemetry/index.js';
+import { applyActions } from './apply.js';
+import { desiredState } from './desired.js';
+import type { WorkerSettings } from './desired.js';
+import { reconcile } from './reconcile.js';
+import { labels, managerName, roles, workerName } from './types.js';
+import type { Role, ServiceObject } from './types.js';
+
+interface ReconcilerOptions {
+  kube: Kube;
+  settings: WorkerSettings;
+  heartbeatMs: number;
+  log: Logger;
+  now?: () => Date;
+  /** Services reconciled at once in a tick. */
+  concurrency?: number;
+  /** Passes for one service before a conflict is left to the next event or tick. */
+  attempts?: number;
+}
+
+interface PassReport {
+  /** Services looked at. */
+  services: number;
+  /** API writes made. */
+  writes: number;
+  /** Status writes that met a concurrent change (each re-run from a fresh read). */
+  conflicts: number;
+  /** Services whose reconcile failed (logged; the next tick tries again). */
+  failed: number;
+}
+
+interface Reconciler {
+  /** Level-triggered pass over every JointInferenceService (the PingSource tick). */
+  tick(): Promise<PassReport>;
+  /** One service (an ApiServerSource event); a deleted one is nothing to do. */
+  reconcileService(namespace: string, name: string): Promise<PassReport>;
+}
+
+function byName(items: readonly KubeObject[]): Map<string, KubeObject> {
+  return new Map(items.map((item) => [item.metadata.name, item]));
+}
+
+function groupByNamespace(items: readonly KubeObject[]): Map<string, Map<string, KubeObject>> {
+  const groups = new Map<string, Map<string, KubeObject>>();
+  for (const item of items) {
+    const ns = item.metadata.namespace ?? '';
+    let group = groups.get(ns);
+    if (group === undefined) groups.set(ns, (group = new Map<string, KubeObject>()));
+    group.set(item.metadata.name, item);
+  }
+  return groups;
+}
+
+/** The worker Services of `service` among `candidates`, by role. */
+function workersOf(
+  service: ServiceObject,
+  candidates: ReadonlyMap<string, KubeObject> | undefined,
+): Partial<Record<Role, KubeObject>> {
+  const workers: Partial<Record<Role, KubeObject>> = {};
+  for (const role of roles) {
+    const found = candidates?.get(workerName(service.metadata.name, role));
+    if (found !== undefined && found.metadata.labels?.[labels.service] === service.metadata.name)
+      workers[role] = found;
+  }
+  return workers;
+}
+
+const empty = new Map<string, KubeObject>();
+
+function createReconciler(options: ReconcilerOptions): Reconciler {
+  const { kube, log } = options;
+  const now = options.now ?? (() => new Date());
+  const attempts = options.attempts ?? 3;
+  const context = { log, now, component: 'reconcile-tick' };
+
+  async function pass(
+    service: ServiceObject,
+    workers: Partial<Record<Role, KubeObject>>,
+    models: ReadonlyMap<string, KubeObject>,
+    nodes: ReadonlyMap<string, KubeObject>,
+  ) {
+    const desired = desiredState(service, models, nodes, options.settings);
+    const actions = reconcile({ service, workers }, desired, now(), {
+      heartbeatMs: options.heartbeatMs,
+    });
+    return applyActions(kube, service, actions, context);
+  }
+
+  async function fresh(namespace: string, name: string, report: PassReport): Promise<void> {
+    for (let attempt = 1; attempt <= attempts; attempt += 1) {
+      const [service, workers, models, nodes] = await Promise.all([
+        kube
+          .get({ kind: 'jointInferenceService', namespace, name })
+          .then((found) => found as ServiceObject)
+          .catch((err: unknown) => {
+            if (err instanceof NotFoundError) return undefined;
+            throw err;
+          }),
+        kube.list('knativeService', { namespace, labelSelector: `${labels.service}=${name}` }),
+        kube.list('model', { namespace }),
+        kube.list('node'),
+      ]);
+      if (service === undefined) return;
+      const result = await pass(
+        service,
+        workersOf(service, byName(workers.items)),
+        byName(models.items),
+        byName(nodes.items),
+      );
+      report.writes += result.writes;
+      if (!result.conflict) return;
+      report.conflicts += 1;
+    }
+    log.warn({ namespace, name, attempts }, 'status kept conflicting; left to the next tick');
+  }
+
+  return {
+    async reconcileService(namespace, name) {
+      const report: PassReport = { services: 1, writes: 0, conflicts: 0, failed: 0 };
+      await fresh(namespace, name, report);
+      return report;
+    },
+
+    async tick() {
+      const [services, workers, models, nodes] = await Promise.all([
+        kube.list('jointInferenceService'),
+        kube.list('knativeService', { labelSelector: `${labels.managedBy}=${managerName}` }),
+        kube.list('model'),
+        kube.list('node'),
+      ]);
+      const workersByNs = groupByNamespace(workers.items);
+      const modelsByNs = groupByNamespace(models.items);
+      const nodeMap = byName(nodes.items);
+      const report: PassReport = {
+        services: services.items.length,
+        writes: 0,
+        conflicts: 0,
+        failed: 0,
+      };
+      let unavailable: UnavailableError | undefined;
+      await pMap(
+        services.items as ServiceObject[],
+        async (service) => {
+          const ns = service.metadata.namespace ?? '';
+          try {
+            const result = await pass(
+              service,
+              workersOf(service, workersByNs.get(ns)),
+              modelsByNs.get(ns) ?? empty,
+              nodeMap,
+            );
+            report.writes += result.writes;
+            if (result.conflict) {
+              report.conflicts += 1;
+              await fresh(ns, service.metadata.name, report);
+            }
+          } catch (err) {
+            report.failed += 1;
+            if (err instanceof UnavailableError) unavailable ??= err;
+            log.error(
+              { err, namespace: ns, name: service.metadata.name },
+              'reconcile failed; the next tick tries again',
+            );
+          }
+        },
+        { concurrency: options.concurrency ?? 16 },
+      );
+      // The tick is redelivered (and every service looked at again) when the API server failed.
+      if (unavailable !== undefined) throw unavailable;
+      return report;
+    },
+  };
+}
+
+export { createReconciler };
+export type { Reconciler, ReconcilerOptions, PassReport };

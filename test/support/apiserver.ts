@@ -1,0 +1,53 @@
+/** A development API server on an ephemeral port and a client-node Kube that talks to it. */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createKube, loadKubeConfig, meteredKube } from '../../shared/k8s/index.js';
+import type { Kube, KindName, Verb } from '../../shared/k8s/index.js';
+import { createDevApiServer, kubeconfig } from '../../shared/local/apiserver/index.js';
+import type { Store } from '../../shared/local/apiserver/index.js';
+import { listen } from './http.js';
+
+export interface TestApiServer {
+  url: string;
+  store: Store;
+  /** A client-node Kube whose calls are counted in `calls` ("verb kind" -> count). */
+  kube: Kube;
+  kubeconfigFile: string;
+  calls: Map<string, number>;
+  /** Writes (create, patch, patchStatus, delete) counted since the last reset. */
+  writes(): number;
+  resetCalls(): void;
+  close(): Promise<void>;
+}
+
+export async function startApiServer(): Promise<TestApiServer> {
+  const token = randomUUID();
+  const dev = createDevApiServer({ token });
+  const listening = await listen(dev.server);
+  const file = join(mkdtempSync(join(tmpdir(), 'edgeai-api-')), 'kubeconfig');
+  writeFileSync(file, kubeconfig({ server: listening.url, token }));
+  const calls = new Map<string, number>();
+  const kube = meteredKube(createKube(loadKubeConfig({ KUBECONFIG: file })), (verb, kind) => {
+    const key = `${verb} ${kind}`;
+    calls.set(key, (calls.get(key) ?? 0) + 1);
+  });
+  const writeVerbs: readonly Verb[] = ['create', 'patch', 'patchStatus', 'delete'];
+  return {
+    url: listening.url,
+    store: dev.store,
+    kube,
+    kubeconfigFile: file,
+    calls,
+    writes: () =>
+      [...calls].reduce(
+        (sum, [key, n]) => (writeVerbs.includes(key.split(' ')[0] as Verb) ? sum + n : sum),
+        0,
+      ),
+    resetCalls: () => calls.clear(),
+    close: () => listening.close(),
+  };
+}
+
+export type { KindName };
