@@ -14,3 +14,4 @@ export type { Reconciler, ReconcilerOptions, PassReport } from './reconciler.js'
 export type { Role, ServiceObject, WorkerStatus } from './types.js';
 export { loadControllerConfig } from './config.js';
 export type { ControllerConfig } from './config.js';
+export { reconcileTickDefinition } from './definition.js';

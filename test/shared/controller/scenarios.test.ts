@@ -2,22 +2,16 @@
  * Seed 001's scenarios and seed 000's validations, end to end through client-node against the
  * development API server: the test plays Knative Serving's part by marking worker Services ready.
  */
-import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
 import { createReconciler, labels } from '../../../shared/controller/index.js';
 import type { Reconciler, ServiceObject } from '../../../shared/controller/index.js';
 import type { KubeObject } from '../../../shared/k8s/index.js';
 import { startApiServer } from '../../support/apiserver.js';
+import { helmetDetectionSample } from '../../support/samples.js';
 import type { TestApiServer } from '../../support/apiserver.js';
 import { capturedTelemetry } from '../../support/http.js';
 
-const sample = parse(
-  readFileSync(
-    new URL('../../../knative/samples/helmet-detection-demo.yaml', import.meta.url),
-    'utf8',
-  ),
-) as KubeObject;
+const sample = helmetDetectionSample();
 const ns = 'default';
 const name = 'helmet-detection-demo';
 

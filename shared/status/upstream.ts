@@ -1,0 +1,173 @@
+/**
+ * upstream-status: an authenticated report is recorded in Redis (exactly once per report id),
+ * then the service's status subresource is brought up to the Redis totals with a write that is
+ * conditional on the resourceVersion it read, retried on conflict. Reading the totals after the
+ * resource means a successful write never carries older totals than a write before it.
+ */
+import { createHash } from 'node:crypto';
+import { ExponentialBackoff, handleType, retry } from 'cockatiel';
+import { ConflictError, ForbiddenError, NotFoundError, UnavailableError } from '../errors/index.js';
+import { covers, placementNodes } from '../controller/index.js';
+import type { ServiceObject } from '../controller/index.js';
+import type { Kube, KubeObject } from '../k8s/index.js';
+import { coalescing } from './coalesce.js';
+import type { ReportCounters, Totals } from './counters.js';
+import type { WorkerMessage } from './worker-message.js';
+
+interface UpstreamOptions {
+  kube: Kube;
+  counters: ReportCounters;
+  /** Status write attempts before the report is answered 503 (it is recorded; a retry syncs). */
+  attempts: number;
+  now?: () => Date;
+}
+
+interface ReportInput {
+  namespace: string;
+  name: string;
+  /** The authenticated node. */
+  node: string;
+  message: WorkerMessage;
+  /** Dedupe identity: the event's source and id, or the HTTP report's. */
+  delivery: { source: string; id: string };
+}
+
+interface ReportResult {
+  applied: boolean;
+  status: Record<string, unknown>;
+}
+
+/** The status fields upstream-status owns, from the totals. */
+function statusFromTotals(totals: Totals): Record<string, unknown> {
+  const { uploaded, inferenceNumber, hardExampleNumber } = totals.counters;
+  const workers: Record<string, unknown> = {};
+  for (const [role, report] of Object.entries(totals.workers)) {
+    // null removes a field the previous report had and this one does not (merge patch).
+    workers[role] = {
+      state: report.state,
+      reportTime: report.reportTime,
+      exitCode: report.exitCode ?? null,
+      message: report.message ?? null,
+    };
+  }
+  return {
+    uploadCount: uploaded,
+    inferenceNumber,
+    hardExampleNumber,
+    offloadRatio:
+      inferenceNumber === 0 ? 0 : Number((hardExampleNumber / inferenceNumber).toFixed(6)),
+    ...(Object.keys(workers).length > 0 ? { workers } : {}),
+  };
+}
+
+/** Merge-patch nulls mean "absent": compare without them. */
+function withoutNulls(value: unknown): unknown {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+  return Object.fromEntries(
+    Object.entries(value)
+      .filter(([, v]) => v !== null)
+      .map(([k, v]) => [k, withoutNulls(v)]),
+  );
+}
+
+function serviceTag(service: ServiceObject): string {
+  const { namespace = '', name, uid = '' } = service.metadata;
+  return `${namespace}/${name}/${uid}`;
+}
+
+/** A report without an id is identified by its content: an identical resend is a duplicate. */
+function contentId(node: string, message: WorkerMessage): string {
+  return createHash('sha256')
+    .update(`${node}\n${JSON.stringify(message)}`)
+    .digest('hex');
+}
+
+function createUpstream(options: UpstreamOptions) {
+  const { kube, counters } = options;
+  const now = options.now ?? (() => new Date());
+  const conflictRetry = retry(handleType(ConflictError), {
+    maxAttempts: options.attempts - 1,
+    backoff: new ExponentialBackoff({ initialDelay: 5, maxDelay: 250 }),
+  });
+
+  async function getService(namespace: string, name: string): Promise<ServiceObject> {
+    try {
+      return await kube.get({ kind: 'jointInferenceService', namespace, name });
+    } catch (err) {
+      if (err instanceof NotFoundError) {
+        throw new NotFoundError(`jointinferenceservice ${namespace}/${name} not found`);
+      }
+      throw err;
+    }
+  }
+
+  async function nodeList(node: string): Promise<KubeObject[]> {
+    try {
+      return [await kube.get({ kind: 'node', name: node })];
+    } catch (err) {
+      if (err instanceof NotFoundError) return [];
+      throw err;
+    }
+  }
+
+  const sync = coalescing(async (key: string): Promise<Record<string, unknown>> => {
+    const [namespace = '', name = ''] = key.split('/');
+    try {
+      return await conflictRetry.execute(async () => {
+        const service = await getService(namespace, name);
+        const status = statusFromTotals(await counters.totals(serviceTag(service)));
+        if (covers(service.status, withoutNulls(status))) return status;
+        await kube.patchStatus(
+          { kind: 'jointInferenceService', namespace, name },
+          { metadata: { resourceVersion: service.metadata.resourceVersion }, status },
+        );
+        return status;
+      });
+    } catch (err) {
+      if (err instanceof ConflictError) {
+        throw new UnavailableError(
+          `status of ${namespace}/${name} kept changing under ${options.attempts} writes; the report is recorded, retry to sync`,
+        );
+      }
+      throw err;
+    }
+  });
+
+  return {
+    async report(input: ReportInput): Promise<ReportResult> {
+      const service = await getService(input.namespace, input.name);
+      const spec = service.spec as
+        | Record<
+            'edgeWorker' | 'cloudWorker',
+            { nodeName?: string; nodeSelector?: Record<string, string> } | undefined
+          >
+        | undefined;
+      const worker = spec?.[input.message.worker === 'edge' ? 'edgeWorker' : 'cloudWorker'] ?? {};
+      if (worker.nodeName !== undefined || worker.nodeSelector !== undefined) {
+        // A selector is checked against the reporting node's labels.
+        const nodes = worker.nodeName === undefined ? await nodeList(input.node) : [];
+        const allowed = placementNodes(worker, nodes) ?? [];
+        if (!allowed.includes(input.node)) {
+          throw new ForbiddenError(
+            `node ${input.node} does not run the ${input.message.worker} worker of ${input.namespace}/${input.name}`,
+          );
+        }
+      }
+      const applied = await counters.record(
+        serviceTag(service),
+        input.delivery,
+        input.message.reporter ?? input.node,
+        input.message,
+        now().toISOString(),
+      );
+      const status = await sync(`${input.namespace}/${input.name}`);
+      return { applied, status };
+    },
+    contentId,
+  };
+}
+
+type Upstream = ReturnType<typeof createUpstream>;
+
+export { createUpstream, statusFromTotals };
+export type { Upstream, UpstreamOptions, ReportInput, ReportResult };

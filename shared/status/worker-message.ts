@@ -1,0 +1,78 @@
+/**
+ * The report an edge worker (or its local controller) sends upstream: seed 000's WorkerMessage
+ * `{phase, status, output: {taskInfo: {uploaded}}}`, extended with inference counters, an id for
+ * dedupe and a reporter id. Counters are cumulative per reporter (one worker process), which
+ * makes a duplicate or reordered report harmless: the total only moves by what a reporter's
+ * counter grew.
+ */
+import { z } from 'zod';
+
+const workerStates = ['Pending', 'Running', 'Completed', 'Failed'] as const;
+type WorkerState = (typeof workerStates)[number];
+
+const token = /^[A-Za-z0-9._:-]{1,128}$/;
+const count = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+/** Case-insensitive, as Sedna's local controller writes states in lower case. */
+const state = z.string().transform((value, ctx): WorkerState => {
+  const found = workerStates.find((s) => s.toLowerCase() === value.toLowerCase());
+  if (found === undefined) {
+    ctx.addIssue({ code: 'custom', message: `must be one of ${workerStates.join(', ')}` });
+    return z.NEVER;
+  }
+  return found;
+});
+
+const workerMessage = z.strictObject({
+  id: z.string().regex(token, 'must be 1-128 of [A-Za-z0-9._:-]').optional(),
+  reporter: z.string().regex(token, 'must be 1-128 of [A-Za-z0-9._:-]').optional(),
+  worker: z.enum(['edge', 'cloud']).default('edge'),
+  phase: z.string().min(1).max(63),
+  status: state,
+  exitCode: z.number().int().min(0).max(255).optional(),
+  message: z.string().max(1024).optional(),
+  output: z
+    .strictObject({
+      taskInfo: z
+        .strictObject({
+          uploaded: count,
+          inferenceNumber: count.optional(),
+          hardExampleNumber: count.optional(),
+        })
+        .refine(
+          (info) =>
+            info.hardExampleNumber === undefined ||
+            info.inferenceNumber === undefined ||
+            info.hardExampleNumber <= info.inferenceNumber,
+          {
+            message: 'hardExampleNumber cannot exceed inferenceNumber',
+            path: ['hardExampleNumber'],
+          },
+        )
+        .optional(),
+    })
+    .nullable()
+    .optional(),
+});
+
+type WorkerMessage = z.output<typeof workerMessage>;
+
+const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** `/:namespace/jointinferenceservices/:name/status` path parameters. */
+const serviceParams = z.object({
+  namespace: z.string().max(63).regex(dnsLabel, 'must be a lowercase RFC 1123 label'),
+  name: z.string().max(253).regex(dnsSubdomain, 'must be a lowercase RFC 1123 subdomain'),
+});
+
+/** The event form's subject: `<namespace>/jointinferenceservices/<name>`. */
+function parseSubject(subject: string | undefined): z.output<typeof serviceParams> | undefined {
+  const parts = subject?.split('/');
+  if (parts?.length !== 3 || parts[1] !== 'jointinferenceservices') return undefined;
+  const parsed = serviceParams.safeParse({ namespace: parts[0], name: parts[2] });
+  return parsed.success ? parsed.data : undefined;
+}
+
+export { workerMessage, workerStates, serviceParams, parseSubject };
+export type { WorkerMessage, WorkerState };

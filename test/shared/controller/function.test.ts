@@ -1,0 +1,117 @@
+/** reconcile-tick over HTTP: ApiServerSource events and the PingSource tick as CloudEvents. */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createReconciler, reconcileTickDefinition } from '../../../shared/controller/index.js';
+import { buildServer } from '../../../shared/http/index.js';
+import { startApiServer } from '../../support/apiserver.js';
+import { helmetDetectionSample } from '../../support/samples.js';
+import type { TestApiServer } from '../../support/apiserver.js';
+import { capturedTelemetry, listen } from '../../support/http.js';
+import type { Listening } from '../../support/http.js';
+
+const sample = helmetDetectionSample();
+const ns = 'default';
+
+describe('reconcile-tick function', () => {
+  let api: TestApiServer;
+  let fn: Listening;
+
+  const send = (type: string, data: unknown) =>
+    fetch(fn.url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'ce-specversion': '1.0',
+        'ce-id': `e-${Math.random()}`,
+        'ce-source': 'https://kubernetes.default.svc',
+        'ce-type': type,
+      },
+      body: JSON.stringify(data),
+    });
+  const workers = async () =>
+    (await api.kube.list('knativeService', { namespace: ns })).items.map((w) => w.metadata.name);
+
+  beforeAll(async () => {
+    api = await startApiServer();
+    for (const node of ['edge0', 'solar-corona-cloud'])
+      await api.kube.create('node', undefined, { metadata: { name: node } });
+    for (const model of ['small-model', 'big-model']) {
+      await api.kube.create('model', ns, {
+        metadata: { name: model },
+        spec: { url: `file:///models/${model}.onnx`, format: 'onnx' },
+      });
+    }
+    const telemetry = capturedTelemetry('reconcile-tick');
+    const reconciler = createReconciler({
+      kube: api.kube,
+      settings: { image: 'edgeai:test', upstreamStatusUrl: undefined, workerSecret: undefined },
+      heartbeatMs: 3_600_000,
+      log: telemetry.log,
+    });
+    const definition = reconcileTickDefinition({
+      reconciler,
+      readiness: [{ name: 'kubernetes', check: () => api.kube.ping() }],
+    });
+    fn = await listen(
+      buildServer(definition, { telemetry, bodyLimitBytes: 1 << 20, readinessTimeoutMs: 1000 }),
+    );
+  });
+  afterAll(async () => {
+    await fn.close();
+    await api.close();
+  });
+
+  it('reconciles the service named by an ApiServerSource add event', async () => {
+    const created = await api.kube.create('jointInferenceService', ns, sample);
+    const answer = await send('dev.knative.apiserver.resource.add', created);
+    expect(answer.status).toBe(202);
+    expect((await workers()).sort()).toEqual([
+      'helmet-detection-demo-cloud',
+      'helmet-detection-demo-edge',
+    ]);
+  });
+
+  it('recreates a worker when the delete event of that worker arrives', async () => {
+    const edge = await api.kube.get({
+      kind: 'knativeService',
+      namespace: ns,
+      name: 'helmet-detection-demo-edge',
+    });
+    await api.kube.delete({ kind: 'knativeService', namespace: ns, name: edge.metadata.name });
+    const answer = await send('dev.knative.apiserver.resource.delete', edge);
+    expect(answer.status).toBe(202);
+    expect(await workers()).toContain('helmet-detection-demo-edge');
+  });
+
+  it('answers the PingSource tick, and reports a tick over plain HTTP', async () => {
+    expect((await send('dev.knative.sources.ping', { message: 'tick' })).status).toBe(202);
+    const tick = await fetch(`${fn.url}/tick`, { method: 'POST' });
+    expect(tick.status).toBe(200);
+    expect(await tick.json()).toEqual({ services: 1, writes: 0, conflicts: 0, failed: 0 });
+  });
+
+  it.each([
+    [
+      'an object of an unknown kind',
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x', namespace: ns } },
+      /data\.kind: ApiServerSource event for v1 ConfigMap is not handled/,
+    ],
+    [
+      'an object without a namespace',
+      { apiVersion: 'edgeai.io/v1alpha1', kind: 'JointInferenceService', metadata: { name: 'x' } },
+      /data\.metadata\.namespace: required/,
+    ],
+    ['no metadata', { apiVersion: 'v1', kind: 'Pod' }, /data\.metadata: Invalid input/],
+  ])('refuses %s with 400, writing nothing', async (_case, data, message) => {
+    api.resetCalls();
+    const answer = await send('dev.knative.apiserver.resource.update', data);
+    expect(answer.status).toBe(400);
+    expect(((await answer.json()) as { error: { message: string } }).error.message).toMatch(
+      message,
+    );
+    expect(api.writes()).toBe(0);
+  });
+
+  it('is ready while the API server answers', async () => {
+    expect((await fetch(`${fn.url}/health/readiness`)).status).toBe(200);
+  });
+});
