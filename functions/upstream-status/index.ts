@@ -1,8 +1,7 @@
 /** upstream-status: edge workers' reports into the JointInferenceService status. */
 import type { FunctionFactory } from '../../bin/serve.js';
-import { ConfigError } from '../../shared/errors/index.js';
 import { createKube, loadKubeConfig } from '../../shared/k8s/index.js';
-import { createRedis, redisReadiness } from '../../shared/redis/index.js';
+import { redisReadiness, requireRedis } from '../../shared/redis/index.js';
 import {
   createReportCounters,
   createUpstream,
@@ -13,11 +12,9 @@ import {
 
 const factory: FunctionFactory = async ({ config, telemetry }) => {
   const settings = loadUpstreamConfig();
-  if (config.redis.url === undefined)
-    throw new ConfigError('REDIS_URL: required by upstream-status');
   const kube = createKube(loadKubeConfig());
-  const redis = createRedis({ ...config.redis, url: config.redis.url }, (err) =>
-    telemetry.log.warn({ err: err.message }, 'redis connection error'),
+  const redis = requireRedis(config.redis, 'upstream-status', (fields, message) =>
+    telemetry.log.warn(fields, message),
   );
   const upstream = createUpstream({
     kube,

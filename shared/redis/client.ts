@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import type { Command } from 'ioredis';
-import { UnavailableError } from '../errors/index.js';
+import { ConfigError, UnavailableError } from '../errors/index.js';
 
 interface RedisConfig {
   url: string;
@@ -58,6 +58,21 @@ function createRedis(config: RedisConfig, onError: (err: Error) => void): RedisC
   });
   client.on('error', onError);
   return client;
+}
+
+/**
+ * The client a function needs from the runtime settings: REDIS_URL is required by the caller
+ * (a ConfigError names it), and connection errors become warnings in the function's log.
+ */
+function requireRedis(
+  config: Omit<RedisConfig, 'url'> & { url: string | undefined },
+  user: string,
+  warn: (fields: Record<string, unknown>, message: string) => void,
+): RedisClient {
+  if (config.url === undefined) throw new ConfigError(`REDIS_URL: required by ${user}`);
+  return createRedis({ ...config, url: config.url }, (err) =>
+    warn({ err: err.message }, 'redis connection error'),
+  );
 }
 
 /** Resolves once the client can take commands, or rejects after `timeoutMs`. */
@@ -122,5 +137,5 @@ function runScript<T>(
   });
 }
 
-export { createRedis, waitReady, redisReadiness, luaScript, runScript };
+export { createRedis, requireRedis, waitReady, redisReadiness, luaScript, runScript };
 export type { RedisClient, RedisConfig, LuaScript };

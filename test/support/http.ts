@@ -46,3 +46,27 @@ export function capturedTelemetry(
   });
   return Object.assign(telemetry, { lines });
 }
+
+let eventCounter = 0;
+
+/** POSTs a binary-mode CloudEvent with a JSON body (fresh id unless `headers` sets ce-id). */
+export function postEvent(
+  url: string,
+  type: string,
+  data: unknown,
+  headers: Record<string, string> = {},
+): Promise<Response> {
+  eventCounter += 1;
+  return fetch(url, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      'ce-specversion': '1.0',
+      'ce-id': `test-event-${eventCounter}`,
+      'ce-source': 'https://kubernetes.default.svc',
+      'ce-type': type,
+      ...headers,
+    },
+    body: JSON.stringify(data),
+  });
+}

@@ -5,7 +5,7 @@ import { buildServer } from '../../../shared/http/index.js';
 import { startApiServer } from '../../support/apiserver.js';
 import { helmetDetectionSample } from '../../support/samples.js';
 import type { TestApiServer } from '../../support/apiserver.js';
-import { capturedTelemetry, listen } from '../../support/http.js';
+import { capturedTelemetry, listen, postEvent } from '../../support/http.js';
 import type { Listening } from '../../support/http.js';
 
 const sample = helmetDetectionSample();
@@ -15,18 +15,7 @@ describe('reconcile-tick function', () => {
   let api: TestApiServer;
   let fn: Listening;
 
-  const send = (type: string, data: unknown) =>
-    fetch(fn.url, {
-      method: 'POST',
-      headers: {
-        'content-type': 'application/json',
-        'ce-specversion': '1.0',
-        'ce-id': `e-${Math.random()}`,
-        'ce-source': 'https://kubernetes.default.svc',
-        'ce-type': type,
-      },
-      body: JSON.stringify(data),
-    });
+  const send = (type: string, data: unknown) => postEvent(fn.url, type, data);
   const workers = async () =>
     (await api.kube.list('knativeService', { namespace: ns })).items.map((w) => w.metadata.name);
 

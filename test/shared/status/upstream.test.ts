@@ -17,7 +17,7 @@ import type { ReportCounters } from '../../../shared/status/index.js';
 import { startApiServer } from '../../support/apiserver.js';
 import { helmetDetectionSample } from '../../support/samples.js';
 import type { TestApiServer } from '../../support/apiserver.js';
-import { capturedTelemetry, listen } from '../../support/http.js';
+import { capturedTelemetry, listen, postEvent } from '../../support/http.js';
 import type { Listening } from '../../support/http.js';
 import { testRedis } from '../../support/redis.js';
 import type { TestRedis } from '../../support/redis.js';
@@ -309,19 +309,12 @@ describe('upstream-status', () => {
     };
     const subject = `${ns}/jointinferenceservices/${name}`;
     const send = (id: string, headers: Record<string, string>) =>
-      fetch(replicas[1]!.url, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          'ce-specversion': '1.0',
-          'ce-id': id,
-          'ce-source': '/edge/edge0',
-          'ce-type': 'io.edgeai.jointinference.status.reported',
-          'ce-subject': subject,
-          'ce-edgeainode': 'edge0',
-          ...headers,
-        },
-        body: JSON.stringify(data),
+      postEvent(replicas[1]!.url, 'io.edgeai.jointinference.status.reported', data, {
+        'ce-id': id,
+        'ce-source': '/edge/edge0',
+        'ce-subject': subject,
+        'ce-edgeainode': 'edge0',
+        ...headers,
       });
     const before = await snapshot();
     const forged = await send('e1', {

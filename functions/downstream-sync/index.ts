@@ -1,0 +1,37 @@
+/** downstream-sync: JointInferenceService changes delivered to their edge nodes. */
+import type { FunctionFactory } from '../../bin/serve.js';
+import { createKube, loadKubeConfig } from '../../shared/k8s/index.js';
+import { redisReadiness, requireRedis } from '../../shared/redis/index.js';
+import {
+  createDownstream,
+  createLocalControllerClient,
+  createTaskStreams,
+  downstreamSyncDefinition,
+  loadSyncConfig,
+} from '../../shared/sync/index.js';
+
+const factory: FunctionFactory = async ({ config, telemetry }) => {
+  const settings = loadSyncConfig();
+  const kube = createKube(loadKubeConfig());
+  const redis = requireRedis(config.redis, 'downstream-sync', (fields, message) =>
+    telemetry.log.warn(fields, message),
+  );
+  const downstream = createDownstream({
+    kube,
+    redis,
+    streams: createTaskStreams(redis, { maxLength: settings.streamMaxLength }),
+    localControllers: createLocalControllerClient({ timeoutMs: settings.localControllerTimeoutMs }),
+  });
+  const definition = downstreamSyncDefinition({
+    downstream,
+    readiness: [redisReadiness(redis), { name: 'kubernetes', check: () => kube.ping() }],
+  });
+  return {
+    definition,
+    close: async () => {
+      redis.disconnect();
+    },
+  };
+};
+
+export default factory;

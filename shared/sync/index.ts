@@ -1,0 +1,17 @@
+/** downstream-sync: versioned, acknowledged task delivery to edge nodes. */
+export { operations, taskVersion, taskOf } from './task.js';
+export { createTaskStreams, nodeKeys } from './streams.js';
+export { createTaskConsumer } from './consumer.js';
+export {
+  createLocalControllerClient,
+  localControllerUrl,
+  localControllerAnnotation,
+} from './local-controller.js';
+export { createDownstream } from './downstream.js';
+export { downstreamSyncDefinition } from './definition.js';
+export { loadSyncConfig } from './config.js';
+export type { Operation, Task } from './task.js';
+export type { TaskStreams, Offer } from './streams.js';
+export type { TaskConsumer, DeliveredTask } from './consumer.js';
+export type { LocalControllerClient, Send } from './local-controller.js';
+export type { Downstream, SyncResult, NodeDelivery } from './downstream.js';

@@ -1,0 +1,43 @@
+/**
+ * The task downstream-sync sends to an edge node: seed 000's "body same as the task CRD", with
+ * the operation and the version (uid, generation) that orders deliveries. Updates are tasks too
+ * (Sedna's edge drops them); a delete carries the last spec so the edge knows what it removes.
+ */
+import type { KubeObject } from '../k8s/index.js';
+
+const operations = ['insert', 'update', 'delete'] as const;
+type Operation = (typeof operations)[number];
+
+interface Task {
+  operation: Operation;
+  namespace: string;
+  name: string;
+  uid: string;
+  generation: number;
+  /** The resource as the API server had it (status dropped: it is not the edge's business). */
+  resource: KubeObject;
+}
+
+/** `uid:generation`, the order deliveries are checked against. */
+function taskVersion(task: Pick<Task, 'uid' | 'generation'>): string {
+  return `${task.uid}:${task.generation}`;
+}
+
+/** The task for an ApiServerSource event about `object`; `deleted` for delete events. */
+function taskOf(
+  object: KubeObject,
+  deleted: boolean,
+): Omit<Task, 'operation'> & { deleted: boolean } {
+  const { status: _status, ...resource } = object;
+  return {
+    namespace: object.metadata.namespace ?? '',
+    name: object.metadata.name,
+    uid: object.metadata.uid ?? '',
+    generation: object.metadata.generation ?? 0,
+    resource: resource,
+    deleted,
+  };
+}
+
+export { operations, taskVersion, taskOf };
+export type { Operation, Task };

@@ -1,0 +1,240 @@
+/**
+ * downstream-sync over HTTP with a real Redis, the development API server and a real HTTP
+ * local controller: versioned, idempotent, acknowledged delivery of inserts, updates, deletes.
+ */
+import { createServer } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { buildServer } from '../../../shared/http/index.js';
+import type { KubeObject } from '../../../shared/k8s/index.js';
+import {
+  createDownstream,
+  createLocalControllerClient,
+  createTaskConsumer,
+  createTaskStreams,
+  downstreamSyncDefinition,
+  localControllerAnnotation,
+} from '../../../shared/sync/index.js';
+import { startApiServer } from '../../support/apiserver.js';
+import type { TestApiServer } from '../../support/apiserver.js';
+import { capturedTelemetry, listen, postEvent } from '../../support/http.js';
+import type { Listening } from '../../support/http.js';
+import { testRedis } from '../../support/redis.js';
+import type { TestRedis } from '../../support/redis.js';
+import { helmetDetectionSample } from '../../support/samples.js';
+
+interface Received {
+  method: string;
+  url: string;
+  operation: string;
+  body: string;
+}
+
+describe('downstream-sync', () => {
+  let api: TestApiServer;
+  let redis: TestRedis;
+  let fn: Listening;
+  let lc: Listening;
+  const received: Received[] = [];
+  let lcStatus = 200;
+
+  const send = (type: string, data: unknown) =>
+    postEvent(fn.url, `dev.knative.apiserver.resource.${type}`, data);
+  const streamLength = (node: string) => redis.client.xlen(`tasks:{${node}}:stream`);
+
+  beforeAll(async () => {
+    api = await startApiServer();
+    redis = await testRedis();
+    const lcServer = createServer((req: IncomingMessage, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      req.on('end', () => {
+        received.push({
+          method: req.method ?? '',
+          url: req.url ?? '',
+          operation: String(req.headers['x-edgeai-operation']),
+          body,
+        });
+        res.writeHead(lcStatus).end();
+      });
+    });
+    lc = await listen(lcServer);
+    await api.kube.create('node', undefined, {
+      metadata: { name: 'edge0', annotations: { [localControllerAnnotation]: `${lc.url}/lc` } },
+    });
+    for (const node of ['edge1', 'edge2'])
+      await api.kube.create('node', undefined, { metadata: { name: node, labels: { zone: 'a' } } });
+    const downstream = createDownstream({
+      kube: api.kube,
+      redis: redis.client,
+      streams: createTaskStreams(redis.client, { maxLength: 1000 }),
+      localControllers: createLocalControllerClient({ timeoutMs: 2000 }),
+    });
+    fn = await listen(
+      buildServer(downstreamSyncDefinition({ downstream, readiness: [] }), {
+        telemetry: capturedTelemetry('downstream-sync'),
+        bodyLimitBytes: 1 << 20,
+        readinessTimeoutMs: 1000,
+      }),
+    );
+  });
+  afterAll(async () => {
+    await fn.close();
+    await lc.close();
+    await redis.close();
+    await api.close();
+  });
+  beforeEach(() => {
+    received.length = 0;
+    lcStatus = 200;
+  });
+
+  it('delivers insert, update and delete once each, to the stream and the local controller', async () => {
+    const created = await api.kube.create(
+      'jointInferenceService',
+      'default',
+      helmetDetectionSample(),
+    );
+    const first = await send('add', created);
+    expect(first.status).toBe(200);
+    expect(first.headers.get('ce-type')).toBe('io.edgeai.jointinference.task.synced');
+    expect(await first.json()).toMatchObject({
+      generation: 1,
+      deliveries: [
+        { node: 'edge0', operation: 'insert', stream: 'appended', localController: 'delivered' },
+      ],
+    });
+    expect(received).toEqual([
+      expect.objectContaining({
+        method: 'POST',
+        url: '/lc/default/jointinferenceservices/helmet-detection-demo',
+        operation: 'insert',
+      }),
+    ]);
+    expect(JSON.parse(received[0]!.body)).toMatchObject({ spec: created['spec'] });
+
+    // Redelivered, and a status-only update: nothing new anywhere.
+    expect((await send('add', created)).status).toBe(202);
+    const withStatus = await api.kube.patchStatus(
+      { kind: 'jointInferenceService', namespace: 'default', name: created.metadata.name },
+      { status: { uploadCount: 3 } },
+    );
+    expect((await send('update', withStatus)).status).toBe(202);
+    expect(await streamLength('edge0')).toBe(1);
+    expect(received).toHaveLength(1);
+
+    const updated = await api.kube.patch(
+      { kind: 'jointInferenceService', namespace: 'default', name: created.metadata.name },
+      { spec: { edgeWorker: { hardExampleAlgorithm: { name: 'Threshold' } } } },
+    );
+    expect((await send('update', updated)).status).toBe(200);
+    // The older event arriving late changes nothing.
+    expect((await send('update', created)).status).toBe(202);
+    expect((await send('delete', updated)).status).toBe(200);
+    expect((await send('delete', updated)).status).toBe(202);
+    expect(received.map((r) => [r.method, r.operation])).toEqual([
+      ['POST', 'insert'],
+      ['POST', 'update'],
+      ['DELETE', 'delete'],
+    ]);
+
+    const consumer = await createTaskConsumer(redis.client, { node: 'edge0', consumer: 'lc-0' });
+    const tasks = await consumer.next(10);
+    expect(tasks.map((t) => [t.operation, t.generation])).toEqual([
+      ['insert', 1],
+      ['update', 2],
+      ['delete', 2],
+    ]);
+    expect(tasks[1]!.resource['spec']).toMatchObject({
+      edgeWorker: { hardExampleAlgorithm: { name: 'Threshold' } },
+    });
+    await consumer.ack(tasks.map((t) => t.entryId));
+  });
+
+  it('keeps an unacknowledged task pending until acknowledged, also across a consumer restart', async () => {
+    const created = await api.kube.create('jointInferenceService', 'default', {
+      ...helmetDetectionSample(),
+      metadata: { name: 'pending-demo' },
+    });
+    expect((await send('add', created)).status).toBe(200);
+    const first = await createTaskConsumer(redis.client, { node: 'edge0', consumer: 'lc-1' });
+    const [task] = (await first.next(10)).filter((t) => t.name === 'pending-demo');
+    expect(task?.operation).toBe('insert');
+    // The consumer crashed before acknowledging: it gets the task again when it comes back.
+    const restarted = await createTaskConsumer(redis.client, { node: 'edge0', consumer: 'lc-1' });
+    const again = await restarted.next(10);
+    expect(again.map((t) => t.entryId)).toContain(task!.entryId);
+    // Another consumer claims what a dead one left pending.
+    const other = await createTaskConsumer(redis.client, {
+      node: 'edge0',
+      consumer: 'lc-2',
+      claimIdleMs: 1,
+    });
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const claimed = await other.next(10);
+    expect(claimed.map((t) => t.entryId)).toContain(task!.entryId);
+    await other.ack(claimed.map((t) => t.entryId));
+    expect(await other.next(10, 10)).toEqual([]);
+  });
+
+  it('answers 503 while the local controller fails, then delivers on redelivery without a second stream entry', async () => {
+    const created = await api.kube.create('jointInferenceService', 'default', {
+      ...helmetDetectionSample(),
+      metadata: { name: 'lc-down' },
+    });
+    const before = await streamLength('edge0');
+    lcStatus = 500;
+    const failed = await send('add', created);
+    expect(failed.status).toBe(503);
+    expect(await failed.text()).toMatch(/local controller of node edge0 answered 500/);
+    expect(await streamLength('edge0')).toBe(before + 1);
+    lcStatus = 200;
+    const retried = await send('add', created);
+    expect(retried.status).toBe(200);
+    expect(await retried.json()).toMatchObject({
+      deliveries: [{ stream: 'unchanged', localController: 'delivered' }],
+    });
+    expect(await streamLength('edge0')).toBe(before + 1);
+  });
+
+  it('sends to every node a nodeSelector matches, and a delete to nodes it stops matching', async () => {
+    const spec = helmetDetectionSample()['spec'] as { edgeWorker: Record<string, unknown> };
+    delete spec.edgeWorker['nodeName'];
+    spec.edgeWorker['nodeSelector'] = { zone: 'a' };
+    const created: KubeObject = await api.kube.create('jointInferenceService', 'default', {
+      metadata: { name: 'selected' },
+      spec,
+    });
+    const first = (await (await send('add', created)).json()) as { deliveries: unknown[] };
+    expect(first.deliveries).toEqual([
+      expect.objectContaining({
+        node: 'edge1',
+        operation: 'insert',
+        localController: 'not-configured',
+      }),
+      expect.objectContaining({ node: 'edge2', operation: 'insert' }),
+    ]);
+    await api.kube.patch({ kind: 'node', name: 'edge1' }, { metadata: { labels: { zone: 'b' } } });
+    const updated = await api.kube.patch(
+      { kind: 'jointInferenceService', namespace: 'default', name: 'selected' },
+      { spec: { edgeWorker: { miningMode: 'mining-then-inference' } } },
+    );
+    const second = (await (await send('update', updated)).json()) as { deliveries: unknown[] };
+    expect(second.deliveries).toEqual([
+      expect.objectContaining({ node: 'edge2', operation: 'update' }),
+      expect.objectContaining({ node: 'edge1', operation: 'delete' }),
+    ]);
+  });
+
+  it('refuses an event about another kind with 400', async () => {
+    const answer = await send('add', {
+      apiVersion: 'edgeai.io/v1alpha1',
+      kind: 'Model',
+      metadata: { name: 'm', namespace: 'default', uid: 'u' },
+    });
+    expect(answer.status).toBe(400);
+    expect(await answer.text()).toMatch(
+      /downstream-sync handles edgeai.io\/v1alpha1 JointInferenceService, not edgeai.io\/v1alpha1 Model/,
+    );
+  });
+});
