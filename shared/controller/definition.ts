@@ -7,7 +7,7 @@ import { eventTypes } from '../events/index.js';
 import { defineFunction, onEvent, onRequest } from '../http/index.js';
 import type { FunctionDefinition, ReadinessCheck } from '../http/index.js';
 import type { Reconciler } from './reconciler.js';
-import { kubeObjectData, serviceFor } from './source-events.js';
+import { kubeObjectData, targetOf } from './source-events.js';
 
 function reconcileTickDefinition(deps: {
   reconciler: Reconciler;
@@ -19,8 +19,11 @@ function reconcileTickDefinition(deps: {
       type,
       data: kubeObjectData,
       async handle({ data }) {
-        const target = serviceFor(data);
-        if (target !== undefined) await reconciler.reconcileService(target.namespace, target.name);
+        const target = targetOf(data);
+        if (target?.kind === 'service')
+          await reconciler.reconcileService(target.namespace, target.name);
+        if (target?.kind === 'model')
+          await reconciler.reconcileUsers(target.namespace, target.model);
         return { kind: 'accepted' };
       },
     });

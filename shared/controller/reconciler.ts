@@ -42,6 +42,8 @@ interface Reconciler {
   tick(): Promise<PassReport>;
   /** One service (an ApiServerSource event); a deleted one is nothing to do. */
   reconcileService(namespace: string, name: string): Promise<PassReport>;
+  /** The services of `namespace` that use Model `model` (it was created, changed or deleted). */
+  reconcileUsers(namespace: string, model: string): Promise<PassReport>;
 }
 
 function byName(items: readonly KubeObject[]): Map<string, KubeObject> {
@@ -126,6 +128,19 @@ function createReconciler(options: ReconcilerOptions): Reconciler {
     async reconcileService(namespace, name) {
       const report: PassReport = { services: 1, writes: 0, conflicts: 0, failed: 0 };
       await fresh(namespace, name, report);
+      return report;
+    },
+
+    async reconcileUsers(namespace, model) {
+      const report: PassReport = { services: 0, writes: 0, conflicts: 0, failed: 0 };
+      const { items } = await kube.list('jointInferenceService', { namespace });
+      const users = items.filter((item) => {
+        const spec = item['spec'] as
+          Partial<Record<'edgeWorker' | 'cloudWorker', { model?: { name?: unknown } }>> | undefined;
+        return spec?.edgeWorker?.model?.name === model || spec?.cloudWorker?.model?.name === model;
+      });
+      report.services = users.length;
+      for (const user of users) await fresh(namespace, user.metadata.name, report);
       return report;
     },
 

@@ -36,20 +36,28 @@ const kubeObjectData = z
 
 type KubeObjectData = z.output<typeof kubeObjectData>;
 
+/** What an event asks to reconcile: one service, or the services using a Model. */
+type Target =
+  | { kind: 'service'; namespace: string; name: string }
+  | { kind: 'model'; namespace: string; model: string };
+
 /**
- * The service to reconcile for an event about `object`: undefined when the object is a Knative
- * Service the controller does not manage. An object of any other kind is a wiring mistake (the
+ * What to reconcile for an event about `object`: undefined when the object is a Knative Service
+ * the controller does not manage. An object of any other kind is a wiring mistake (the
  * ApiServerSource watches more than it should): a 400 naming the kind.
  */
-function serviceFor(object: KubeObjectData): { namespace: string; name: string } | undefined {
-  const jis = apiVersion(kinds.jointInferenceService);
+function targetOf(object: KubeObjectData): Target | undefined {
+  const group = apiVersion(kinds.jointInferenceService);
   const ksvc = apiVersion(kinds.knativeService);
   const namespace = object.metadata.namespace;
-  const isJis = object.apiVersion === jis && object.kind === kinds.jointInferenceService.kind;
-  const isKsvc = object.apiVersion === ksvc && object.kind === kinds.knativeService.kind;
-  if (!isJis && !isKsvc) {
+  const is = (version: string, kind: string) =>
+    object.apiVersion === version && object.kind === kind;
+  const isJis = is(group, kinds.jointInferenceService.kind);
+  const isModel = is(group, kinds.model.kind);
+  const isKsvc = is(ksvc, kinds.knativeService.kind);
+  if (!isJis && !isKsvc && !isModel) {
     throw new ValidationError(
-      `data.kind: ApiServerSource event for ${object.apiVersion} ${object.kind} is not handled (expected ${jis} ${kinds.jointInferenceService.kind} or ${ksvc} ${kinds.knativeService.kind})`,
+      `data.kind: ApiServerSource event for ${object.apiVersion} ${object.kind} is not handled (expected ${group} ${kinds.jointInferenceService.kind} or ${kinds.model.kind}, or ${ksvc} ${kinds.knativeService.kind})`,
     );
   }
   if (namespace === undefined) {
@@ -57,20 +65,21 @@ function serviceFor(object: KubeObjectData): { namespace: string; name: string }
       `data.metadata.namespace: required for ${object.kind} ${object.metadata.name}`,
     );
   }
-  if (isJis) return { namespace, name: object.metadata.name };
+  if (isJis) return { kind: 'service', namespace, name: object.metadata.name };
+  if (isModel) return { kind: 'model', namespace, model: object.metadata.name };
   const owner = object.metadata.ownerReferences?.find(
     (ref) =>
       ref.controller === true &&
-      ref.apiVersion === jis &&
+      ref.apiVersion === group &&
       ref.kind === kinds.jointInferenceService.kind,
   );
-  if (owner !== undefined) return { namespace, name: owner.name };
+  if (owner !== undefined) return { kind: 'service', namespace, name: owner.name };
   const byLabel = object.metadata.labels?.[labels.service];
   if (object.metadata.labels?.[labels.managedBy] === managerName && byLabel !== undefined) {
-    return { namespace, name: byLabel };
+    return { kind: 'service', namespace, name: byLabel };
   }
   return undefined;
 }
 
-export { kubeObjectData, serviceFor };
-export type { KubeObjectData };
+export { kubeObjectData, targetOf };
+export type { KubeObjectData, Target };

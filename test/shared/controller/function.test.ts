@@ -71,6 +71,32 @@ describe('reconcile-tick function', () => {
     expect(await workers()).toContain('helmet-detection-demo-edge');
   });
 
+  it('reconciles the services using a Model when its event arrives', async () => {
+    const spec = structuredClone(sample['spec']) as { edgeWorker: { model: { name: string } } };
+    spec.edgeWorker.model.name = 'late-model';
+    const late = await api.kube.create('jointInferenceService', ns, {
+      metadata: { name: 'late' },
+      spec,
+    });
+    expect((await send('dev.knative.apiserver.resource.add', late)).status).toBe(202);
+    const status = async () =>
+      (await api.kube.get({ kind: 'jointInferenceService', namespace: ns, name: 'late' }))[
+        'status'
+      ] as { conditions: Array<{ type: string; reason: string }> };
+    expect((await status()).conditions[0]).toMatchObject({
+      type: 'Ready',
+      reason: 'ModelNotFound',
+    });
+    const model = await api.kube.create('model', ns, {
+      metadata: { name: 'late-model' },
+      spec: { url: 'file:///models/late.onnx', format: 'onnx' },
+    });
+    expect((await send('dev.knative.apiserver.resource.add', model)).status).toBe(202);
+    expect(await workers()).toContain('late-edge');
+    expect((await status()).conditions[0]).toMatchObject({ type: 'Ready', reason: 'Deploying' });
+    await api.kube.delete({ kind: 'jointInferenceService', namespace: ns, name: 'late' });
+  });
+
   it('answers the PingSource tick, and reports a tick over plain HTTP', async () => {
     expect((await send('dev.knative.sources.ping', { message: 'tick' })).status).toBe(202);
     const tick = await fetch(`${fn.url}/tick`, { method: 'POST' });
