@@ -1,0 +1,375 @@
+/**
+ * A small feed-forward network trainer: the handful of layers our two models need, with exact
+ * backward passes (checked numerically in test/shared/training/gradients.test.ts), softmax
+ * cross-entropy and Adam. Written here rather than taken from @tensorflow/tfjs: tfjs-node cannot
+ * install on these machines, and pure tfjs adds ~360 MB of packages and trains our CNN several
+ * times slower than these typed-array loops. Doubles throughout; the ONNX export is float32.
+ */
+import { normal } from './random.js';
+
+/** [channels, height, width] for images, [features] after flattening. */
+type Shape = readonly number[];
+
+interface Parameter {
+  readonly name: string;
+  readonly value: Float64Array;
+  readonly grad: Float64Array;
+}
+
+/** The layers, as data: what the ONNX export and import read. */
+type LayerSpec =
+  | { type: 'avgpool2' }
+  | { type: 'maxpool2' }
+  | { type: 'conv3x3'; outChannels: number }
+  | { type: 'dense'; units: number }
+  | { type: 'relu' }
+  | { type: 'flatten' };
+
+interface Layer {
+  readonly spec: LayerSpec;
+  readonly inShape: Shape;
+  readonly outShape: Shape;
+  readonly params: readonly Parameter[];
+  /** One sample; keeps what backward needs. */
+  forward(input: Float64Array): Float64Array;
+  /** Adds this sample's parameter gradients and returns the gradient of the input. */
+  backward(gradOut: Float64Array): Float64Array;
+  /** Multiply-accumulates per sample (for the model card's FLOPs). */
+  readonly macs: number;
+}
+
+const size = (shape: Shape) => shape.reduce((a, b) => a * b, 1);
+
+function parameter(name: string, length: number): Parameter {
+  return { name, value: new Float64Array(length), grad: new Float64Array(length) };
+}
+
+function pool(inShape: Shape, kind: 'max' | 'avg'): Layer {
+  const [c, h, w] = inShape as [number, number, number];
+  const oh = Math.floor(h / 2);
+  const ow = Math.floor(w / 2);
+  const outShape = [c, oh, ow];
+  const out = new Float64Array(c * oh * ow);
+  const argmax = new Int32Array(out.length);
+  const gradIn = new Float64Array(c * h * w);
+  return {
+    spec: { type: kind === 'max' ? 'maxpool2' : 'avgpool2' },
+    inShape,
+    outShape,
+    params: [],
+    macs: 0,
+    forward(input) {
+      for (let ch = 0; ch < c; ch += 1) {
+        for (let y = 0; y < oh; y += 1) {
+          for (let x = 0; x < ow; x += 1) {
+            const base = ch * h * w + 2 * y * w + 2 * x;
+            const cells = [base, base + 1, base + w, base + w + 1];
+            const o = ch * oh * ow + y * ow + x;
+            if (kind === 'avg') {
+              out[o] =
+                (input[cells[0]!]! + input[cells[1]!]! + input[cells[2]!]! + input[cells[3]!]!) / 4;
+            } else {
+              let best = cells[0]!;
+              for (const cell of cells) if (input[cell]! > input[best]!) best = cell;
+              argmax[o] = best;
+              out[o] = input[best]!;
+            }
+          }
+        }
+      }
+      return out;
+    },
+    backward(gradOut) {
+      gradIn.fill(0);
+      for (let ch = 0; ch < c; ch += 1) {
+        for (let y = 0; y < oh; y += 1) {
+          for (let x = 0; x < ow; x += 1) {
+            const o = ch * oh * ow + y * ow + x;
+            const g = gradOut[o]!;
+            if (kind === 'max') gradIn[argmax[o]!]! += g;
+            else {
+              const base = ch * h * w + 2 * y * w + 2 * x;
+              gradIn[base]! += g / 4;
+              gradIn[base + 1]! += g / 4;
+              gradIn[base + w]! += g / 4;
+              gradIn[base + w + 1]! += g / 4;
+            }
+          }
+        }
+      }
+      return gradIn;
+    },
+  };
+}
+
+/** 3x3 convolution, stride 1, zero padding 1 ("same"); weights in ONNX order [out][in][ky][kx]. */
+function conv3x3(inShape: Shape, outChannels: number, index: number): Layer {
+  const [ci, h, w] = inShape as [number, number, number];
+  const co = outChannels;
+  const weight = parameter(`conv${index}.weight`, co * ci * 9);
+  const bias = parameter(`conv${index}.bias`, co);
+  const out = new Float64Array(co * h * w);
+  const gradIn = new Float64Array(ci * h * w);
+  let input: Float64Array = new Float64Array(0);
+  return {
+    spec: { type: 'conv3x3', outChannels },
+    inShape,
+    outShape: [co, h, w],
+    params: [weight, bias],
+    macs: co * ci * 9 * h * w,
+    forward(x) {
+      input = x;
+      const wv = weight.value;
+      for (let o = 0; o < co; o += 1) {
+        const plane = o * h * w;
+        out.fill(bias.value[o]!, plane, plane + h * w);
+        for (let i = 0; i < ci; i += 1) {
+          const src = i * h * w;
+          for (let ky = 0; ky < 3; ky += 1) {
+            for (let kx = 0; kx < 3; kx += 1) {
+              const k = wv[((o * ci + i) * 3 + ky) * 3 + kx]!;
+              const y0 = Math.max(0, 1 - ky);
+              const y1 = Math.min(h, h + 1 - ky);
+              const x0 = Math.max(0, 1 - kx);
+              const x1 = Math.min(w, w + 1 - kx);
+              for (let y = y0; y < y1; y += 1) {
+                const row = plane + y * w;
+                const srcRow = src + (y + ky - 1) * w + kx - 1;
+                for (let xx = x0; xx < x1; xx += 1) out[row + xx]! += k * x[srcRow + xx]!;
+              }
+            }
+          }
+        }
+      }
+      return out;
+    },
+    backward(gradOut) {
+      gradIn.fill(0);
+      const wv = weight.value;
+      const wg = weight.grad;
+      for (let o = 0; o < co; o += 1) {
+        const plane = o * h * w;
+        let gb = 0;
+        for (let p = plane; p < plane + h * w; p += 1) gb += gradOut[p]!;
+        bias.grad[o]! += gb;
+        for (let i = 0; i < ci; i += 1) {
+          const src = i * h * w;
+          for (let ky = 0; ky < 3; ky += 1) {
+            for (let kx = 0; kx < 3; kx += 1) {
+              const wi = ((o * ci + i) * 3 + ky) * 3 + kx;
+              const k = wv[wi]!;
+              const y0 = Math.max(0, 1 - ky);
+              const y1 = Math.min(h, h + 1 - ky);
+              const x0 = Math.max(0, 1 - kx);
+              const x1 = Math.min(w, w + 1 - kx);
+              let gk = 0;
+              for (let y = y0; y < y1; y += 1) {
+                const row = plane + y * w;
+                const srcRow = src + (y + ky - 1) * w + kx - 1;
+                for (let xx = x0; xx < x1; xx += 1) {
+                  const g = gradOut[row + xx]!;
+                  gk += g * input[srcRow + xx]!;
+                  gradIn[srcRow + xx]! += g * k;
+                }
+              }
+              wg[wi]! += gk;
+            }
+          }
+        }
+      }
+      return gradIn;
+    },
+  };
+}
+
+/** Fully connected; weights [in][out] (ONNX Gemm's B without transposition). */
+function dense(inShape: Shape, units: number, index: number): Layer {
+  const n = size(inShape);
+  const weight = parameter(`dense${index}.weight`, n * units);
+  const bias = parameter(`dense${index}.bias`, units);
+  const out = new Float64Array(units);
+  const gradIn = new Float64Array(n);
+  let input: Float64Array = new Float64Array(0);
+  return {
+    spec: { type: 'dense', units },
+    inShape,
+    outShape: [units],
+    params: [weight, bias],
+    macs: n * units,
+    forward(x) {
+      input = x;
+      out.set(bias.value);
+      const wv = weight.value;
+      for (let i = 0; i < n; i += 1) {
+        const xi = x[i]!;
+        if (xi === 0) continue;
+        const row = i * units;
+        for (let j = 0; j < units; j += 1) out[j]! += xi * wv[row + j]!;
+      }
+      return out;
+    },
+    backward(gradOut) {
+      const wv = weight.value;
+      const wg = weight.grad;
+      for (let j = 0; j < units; j += 1) bias.grad[j]! += gradOut[j]!;
+      for (let i = 0; i < n; i += 1) {
+        const xi = input[i]!;
+        const row = i * units;
+        let g = 0;
+        for (let j = 0; j < units; j += 1) {
+          const go = gradOut[j]!;
+          wg[row + j]! += xi * go;
+          g += wv[row + j]! * go;
+        }
+        gradIn[i] = g;
+      }
+      return gradIn;
+    },
+  };
+}
+
+function relu(inShape: Shape): Layer {
+  const out = new Float64Array(size(inShape));
+  const gradIn = new Float64Array(out.length);
+  return {
+    spec: { type: 'relu' },
+    inShape,
+    outShape: inShape,
+    params: [],
+    macs: 0,
+    forward(x) {
+      for (let i = 0; i < out.length; i += 1) out[i] = x[i]! > 0 ? x[i]! : 0;
+      return out;
+    },
+    backward(gradOut) {
+      for (let i = 0; i < out.length; i += 1) gradIn[i] = out[i]! > 0 ? gradOut[i]! : 0;
+      return gradIn;
+    },
+  };
+}
+
+function flatten(inShape: Shape): Layer {
+  return {
+    spec: { type: 'flatten' },
+    inShape,
+    outShape: [size(inShape)],
+    params: [],
+    macs: 0,
+    forward: (x) => x,
+    backward: (g) => g,
+  };
+}
+
+/** A sequential network; `forward` returns class probabilities (softmax of the last layer). */
+class Network {
+  readonly layers: Layer[] = [];
+  readonly inShape: Shape;
+  readonly #probabilities: Float64Array;
+
+  constructor(inShape: Shape, specs: readonly LayerSpec[]) {
+    this.inShape = inShape;
+    let shape = inShape;
+    let convs = 0;
+    let denses = 0;
+    for (const spec of specs) {
+      let layer: Layer;
+      if (spec.type === 'avgpool2') layer = pool(shape, 'avg');
+      else if (spec.type === 'maxpool2') layer = pool(shape, 'max');
+      else if (spec.type === 'conv3x3') layer = conv3x3(shape, spec.outChannels, (convs += 1));
+      else if (spec.type === 'dense') layer = dense(shape, spec.units, (denses += 1));
+      else if (spec.type === 'relu') layer = relu(shape);
+      else layer = flatten(shape);
+      this.layers.push(layer);
+      shape = layer.outShape;
+    }
+    this.#probabilities = new Float64Array(size(shape));
+  }
+
+  get specs(): LayerSpec[] {
+    return this.layers.map((layer) => layer.spec);
+  }
+
+  get params(): Parameter[] {
+    return this.layers.flatMap((layer) => layer.params);
+  }
+
+  get macs(): number {
+    return this.layers.reduce((sum, layer) => sum + layer.macs, 0);
+  }
+
+  /** He-normal weights, zero biases. */
+  initialize(uniform: () => number): void {
+    const gauss = normal(uniform);
+    for (const layer of this.layers) {
+      const [weight] = layer.params;
+      if (weight === undefined) continue;
+      const fanIn = layer.spec.type === 'conv3x3' ? layer.inShape[0]! * 9 : size(layer.inShape);
+      const scale = Math.sqrt(2 / fanIn);
+      for (let i = 0; i < weight.value.length; i += 1) weight.value[i] = gauss() * scale;
+    }
+  }
+
+  /** Class probabilities for one sample (a view reused by the next call). */
+  forward(input: ArrayLike<number>): Float64Array {
+    let x: Float64Array = Float64Array.from(input);
+    for (const layer of this.layers) x = layer.forward(x);
+    const p = this.#probabilities;
+    let max = -Infinity;
+    for (const v of x) max = Math.max(max, v);
+    let sum = 0;
+    for (let i = 0; i < x.length; i += 1) sum += p[i] = Math.exp(x[i]! - max);
+    for (let i = 0; i < x.length; i += 1) p[i]! /= sum;
+    return p;
+  }
+
+  /** Forward and backward for one labelled sample; returns its cross-entropy loss. */
+  learn(input: ArrayLike<number>, label: number): number {
+    const p = this.forward(input);
+    const grad = Float64Array.from(p);
+    grad[label]! -= 1;
+    let g: Float64Array = grad;
+    for (let i = this.layers.length - 1; i >= 0; i -= 1) g = this.layers[i]!.backward(g);
+    return -Math.log(Math.max(p[label]!, 1e-300));
+  }
+
+  zeroGrad(): void {
+    for (const param of this.params) param.grad.fill(0);
+  }
+}
+
+/** Adam (Kingma & Ba) over a network's parameters; gradients are averaged over `batch`. */
+class Adam {
+  #step = 0;
+  readonly #m: Float64Array[];
+  readonly #v: Float64Array[];
+
+  constructor(
+    private readonly params: readonly Parameter[],
+    private readonly rate: number,
+    private readonly beta1 = 0.9,
+    private readonly beta2 = 0.999,
+    private readonly epsilon = 1e-8,
+  ) {
+    this.#m = params.map((p) => new Float64Array(p.value.length));
+    this.#v = params.map((p) => new Float64Array(p.value.length));
+  }
+
+  step(batch: number): void {
+    this.#step += 1;
+    const c1 = 1 - this.beta1 ** this.#step;
+    const c2 = 1 - this.beta2 ** this.#step;
+    this.params.forEach((param, k) => {
+      const m = this.#m[k]!;
+      const v = this.#v[k]!;
+      for (let i = 0; i < param.value.length; i += 1) {
+        const g = param.grad[i]! / batch;
+        m[i] = this.beta1 * m[i]! + (1 - this.beta1) * g;
+        v[i] = this.beta2 * v[i]! + (1 - this.beta2) * g * g;
+        param.value[i]! -= (this.rate * (m[i]! / c1)) / (Math.sqrt(v[i]! / c2) + this.epsilon);
+      }
+    });
+  }
+}
+
+export { Network, Adam };
+export type { LayerSpec, Layer, Parameter, Shape };
