@@ -1,9 +1,12 @@
 /**
  * The only file that imports onnxruntime-node. A model is loaded from bytes (checked by the
  * caller) and run on a batch given as one row-major Float32Array. `run` is synchronous native
- * work that blocks the event loop of the thread it runs on: the serving path calls it from
- * worker threads (see the inference pool), never from the HTTP thread.
+ * work that blocks the event loop of the thread it runs on: the serving path runs models in
+ * worker threads (startOnnxWorker, used by the inference pool), never on the HTTP thread.
  */
+import { Worker } from 'node:worker_threads';
+import type * as WorkerThreads from 'node:worker_threads';
+import type * as Ort from 'onnxruntime-node';
 import { InferenceSession, Tensor } from 'onnxruntime-node';
 
 interface OnnxModel {
@@ -54,5 +57,59 @@ async function loadOnnxModel(
   };
 }
 
-export { loadOnnxModel };
+/**
+ * What runs inside each worker thread. It is sent as source text (`eval`), so the same code runs
+ * from the TypeScript sources under the test runner and from the compiled build: only what it
+ * `require`s is in scope there.
+ */
+function workerMain(): void {
+  /* eslint-disable @typescript-eslint/no-require-imports -- eval'd worker code is CommonJS */
+  const threads = require('node:worker_threads') as typeof WorkerThreads;
+  const ort = require('onnxruntime-node') as typeof Ort;
+  /* eslint-enable @typescript-eslint/no-require-imports */
+  const { model } = threads.workerData as { model: Uint8Array };
+  const port = threads.parentPort!;
+  const ready = ort.InferenceSession.create(model, {
+    intraOpNumThreads: 1,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+    graphOptimizationLevel: 'all',
+  });
+  ready.then(
+    (session) => {
+      const meta = session.inputMetadata[0] as unknown as { shape: number[] };
+      const out = session.outputMetadata[0] as unknown as { shape: number[] };
+      port.postMessage({ ready: true, inputWidth: meta.shape[1], outputWidth: out.shape[1] });
+      port.on('message', (message: { input: Float32Array; rows: number }) => {
+        const tensor = new ort.Tensor('float32', message.input, [message.rows, meta.shape[1]!]);
+        session.run({ [session.inputNames[0]!]: tensor }).then(
+          (result) => {
+            const output = result[session.outputNames[0]!]!.data as Float32Array;
+            port.postMessage({ output }, [output.buffer as ArrayBuffer]);
+          },
+          (err: unknown) => port.postMessage({ error: String(err) }),
+        );
+      });
+    },
+    (err: unknown) => port.postMessage({ ready: false, error: String(err) }),
+  );
+}
+
+/** A worker thread with its own session; it answers `{input, rows}` with `{output}`. */
+async function startOnnxWorker(
+  model: Uint8Array,
+): Promise<{ worker: Worker; inputWidth: number; outputWidth: number }> {
+  const worker = new Worker(`(${workerMain.toString()})()`, { eval: true, workerData: { model } });
+  const [message] = (await new Promise<unknown[]>((resolve, reject) => {
+    worker.once('message', (m) => resolve([m]));
+    worker.once('error', reject);
+  })) as [{ ready: boolean; inputWidth?: number; outputWidth?: number; error?: string }];
+  if (!message.ready) {
+    await worker.terminate();
+    throw new Error(`model does not load: ${message.error ?? 'unknown error'}`);
+  }
+  return { worker, inputWidth: message.inputWidth!, outputWidth: message.outputWidth! };
+}
+
+export { loadOnnxModel, startOnnxWorker };
 export type { OnnxModel };

@@ -1,0 +1,86 @@
+/** The inference pool: worker-thread results equal a direct run; coalescing; a capped queue. */
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { UnavailableError } from '../../../shared/errors/index.js';
+import { loadOnnxModel } from '../../../shared/inference/onnx-runtime.js';
+import { createInferencePool } from '../../../shared/inference/pool.js';
+import type { InferencePool } from '../../../shared/inference/pool.js';
+import { loadMnist, pixels } from '../../../shared/training/data.js';
+
+const model = new Uint8Array(readFileSync(new URL('../../../models/edge.onnx', import.meta.url)));
+
+describe('inference pool', () => {
+  const { test } = loadMnist();
+  const runs: number[] = [];
+  let pool: InferencePool;
+
+  beforeAll(async () => {
+    pool = await createInferencePool({
+      model,
+      threads: 1,
+      maxBatch: 256,
+      maxQueueRows: 4096,
+      maxWaitMs: 0,
+      onRun: (rows) => runs.push(rows),
+    });
+  });
+  afterAll(() => pool.close());
+
+  it('answers like a direct session run, coalescing concurrent requests into fewer runs', async () => {
+    const direct = await loadOnnxModel(model);
+    const expected = await direct.run(test.x.subarray(0, 300 * pixels), 300);
+    await direct.close();
+    runs.length = 0;
+    const outputs = await Promise.all(
+      Array.from({ length: 300 }, (_, i) =>
+        pool.infer(test.x.slice(i * pixels, (i + 1) * pixels), 1),
+      ),
+    );
+    outputs.forEach((output, i) => {
+      for (let k = 0; k < 10; k += 1) expect(output[k]).toBeCloseTo(expected[i * 10 + k]!, 6);
+    });
+    expect(runs.reduce((a, b) => a + b, 0)).toBe(300);
+    expect(runs.length).toBeLessThan(300);
+    expect(Math.max(...runs)).toBeLessThanOrEqual(256);
+  });
+
+  it('refuses with a retryable 503 past the queue limit, and keeps serving', async () => {
+    const small = await createInferencePool({
+      model,
+      threads: 1,
+      maxBatch: 64,
+      maxQueueRows: 100,
+      maxWaitMs: 0,
+    });
+    const results = await Promise.allSettled(
+      Array.from({ length: 20 }, () => small.infer(test.x.slice(0, 64 * pixels), 64)),
+    );
+    const refused = results.filter((r) => r.status === 'rejected');
+    expect(refused.length).toBeGreaterThan(0);
+    for (const r of refused) {
+      expect((r).reason).toBeInstanceOf(UnavailableError);
+      expect(String((r).reason)).toMatch(/inference queue full/);
+    }
+    expect((await small.infer(test.x.slice(0, pixels), 1)).length).toBe(10);
+    await small.close();
+  });
+
+  it('waits up to maxWaitMs to fill a batch', async () => {
+    const waiting = await createInferencePool({
+      model,
+      threads: 1,
+      maxBatch: 8,
+      maxQueueRows: 100,
+      maxWaitMs: 20,
+      onRun: (rows) => sizes.push(rows),
+    });
+    const sizes: number[] = [];
+    await Promise.all(
+      Array.from({ length: 8 }, (_, i) =>
+        waiting.infer(test.x.slice(i * pixels, (i + 1) * pixels), 1),
+      ),
+    );
+    expect(sizes).toEqual([8]);
+    await waiting.close();
+  });
+});
