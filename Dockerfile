@@ -18,6 +18,8 @@ WORKDIR /app
 COPY --from=build --chown=root:root /app/package.json ./
 COPY --from=build --chown=root:root /app/node_modules ./node_modules
 COPY --from=build --chown=root:root /app/dist ./dist
+# The trained models (npm run models); workers load them by file:// URL under /app/models.
+COPY models ./models
 # The code is owned by root and read-only to the user the process runs as.
 USER node
 EXPOSE 8080

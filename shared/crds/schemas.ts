@@ -4,6 +4,8 @@
  * Unions are avoided on purpose: Kubernetes structural schemas cannot express them.
  */
 import { z } from 'zod';
+// The one list of miners: what the CRD accepts is what the edge worker can run.
+import { hemNames } from '../inference/hem.js';
 
 const dnsLabel = z
   .string()
@@ -20,15 +22,6 @@ const dnsSubdomain = z
   );
 const fraction = z.number().min(0).max(1);
 
-const hemNames = [
-  'IBT',
-  'Threshold',
-  'CrossEntropy',
-  'Random',
-  'EdgeOnly',
-  'CloudOnly',
-  'Margin',
-] as const;
 const miningModes = ['inference-then-mining', 'mining-then-inference'] as const;
 const fallbackPolicies = ['edge-result', 'error'] as const;
 const offloadModes = ['sync', 'async'] as const;

@@ -58,8 +58,8 @@ describe('inference pool', () => {
     const refused = results.filter((r) => r.status === 'rejected');
     expect(refused.length).toBeGreaterThan(0);
     for (const r of refused) {
-      expect((r).reason).toBeInstanceOf(UnavailableError);
-      expect(String((r).reason)).toMatch(/inference queue full/);
+      expect(r.reason).toBeInstanceOf(UnavailableError);
+      expect(String(r.reason)).toMatch(/inference queue full/);
     }
     expect((await small.infer(test.x.slice(0, pixels), 1)).length).toBe(10);
     await small.close();

@@ -1,0 +1,146 @@
+/** edge-infer's and cloud-infer's settings, read once at start-up (see README "Configuration"). */
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { z } from 'zod';
+import { readEnv } from '../config/index.js';
+import type { Env } from '../config/index.js';
+import { ConfigError } from '../errors/index.js';
+import type { ModelSource } from './model-source.js';
+
+const int = (min: number, fallback: number) => z.coerce.number().int().min(min).default(fallback);
+const dnsLabel = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be a lowercase RFC 1123 label')
+  .max(63);
+
+const servingSchema = z.object({
+  MODEL_NAME: dnsLabel.optional(),
+  MODEL_URL: z.string().min(1, 'required'),
+  MODEL_SHA256: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/, 'must be 64 lowercase hex digits')
+    .optional(),
+  MODEL_ROOT: z.string().optional(),
+  MODEL_CACHE_DIR: z.string().optional(),
+  MODEL_MAX_BYTES: int(1, 64 * 1024 * 1024),
+  MODEL_FETCH_TIMEOUT_MS: int(1, 60_000),
+  MAX_BATCH: int(1, 1024),
+  INFERENCE_THREADS: int(1, 1),
+  POOL_MAX_BATCH: int(1, 256),
+  POOL_MAX_QUEUE_ROWS: int(1, 16_384),
+  POOL_MAX_WAIT_MS: int(0, 0),
+});
+
+const edgeSchema = z.object({
+  HEM_NAME: z.string().default('Threshold'),
+  HEM_PARAMETERS: z.string().optional(),
+  WORKER_PARAMETERS: z.string().optional(),
+  MINING_MODE: z
+    .enum(['inference-then-mining', 'mining-then-inference'])
+    .default('inference-then-mining'),
+  OFFLOAD_MODE: z.enum(['sync', 'async']).default('sync'),
+  OFFLOAD_DEADLINE_MS: int(1, 2000),
+  OFFLOAD_RETRIES: int(0, 1),
+  CLOUD_FALLBACK: z.enum(['edge-result', 'error']).default('edge-result'),
+  CLOUD_URL: z.url({ protocol: /^https?$/ }).optional(),
+  CLOUD_MODEL_NAME: dnsLabel.default('cloud'),
+  BREAKER_FAILURES: int(1, 5),
+  BREAKER_HALF_OPEN_MS: int(1, 5000),
+  K_SINK: z.url({ protocol: /^https?$/ }).optional(),
+  UPSTREAM_STATUS_URL: z.url({ protocol: /^https?$/ }).optional(),
+  EDGEAI_SERVICE: z
+    .string()
+    .regex(/^[a-z0-9-]{1,63}\/[a-z0-9.-]{1,253}$/, 'must be <namespace>/<name>')
+    .optional(),
+  EDGEAI_NODE: z.string().min(1).max(253).optional(),
+  EDGEAI_NODE_TOKEN: z.string().min(1).optional(),
+  REPORT_INTERVAL_MS: int(100, 10_000),
+});
+
+interface ServingConfig {
+  modelName: string;
+  model: Omit<ModelSource, 'fetch'>;
+  maxBatch: number;
+  pool: { threads: number; maxBatch: number; maxQueueRows: number; maxWaitMs: number };
+}
+
+function loadServingConfig(worker: 'edge' | 'cloud', env: Env = process.env): ServingConfig {
+  const raw = readEnv(servingSchema, env);
+  return {
+    modelName: raw.MODEL_NAME ?? worker,
+    model: {
+      url: raw.MODEL_URL,
+      sha256: raw.MODEL_SHA256,
+      root: raw.MODEL_ROOT ?? join(process.cwd(), 'models'),
+      cacheDir: raw.MODEL_CACHE_DIR ?? join(tmpdir(), 'edgeai-models'),
+      maxBytes: raw.MODEL_MAX_BYTES,
+      timeoutMs: raw.MODEL_FETCH_TIMEOUT_MS,
+    },
+    maxBatch: raw.MAX_BATCH,
+    pool: {
+      threads: raw.INFERENCE_THREADS,
+      maxBatch: raw.POOL_MAX_BATCH,
+      maxQueueRows: raw.POOL_MAX_QUEUE_ROWS,
+      maxWaitMs: raw.POOL_MAX_WAIT_MS,
+    },
+  };
+}
+
+/** A JSON object of strings or numbers from a variable, or a ConfigError naming it. */
+function jsonObject(name: string, text: string | undefined): Record<string, string> {
+  if (text === undefined) return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new ConfigError(`${name}: not JSON`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+    throw new ConfigError(`${name}: must be a JSON object`);
+  }
+  return Object.fromEntries(Object.entries(parsed).map(([k, v]) => [k, String(v)]));
+}
+
+function loadEdgeConfig(env: Env = process.env) {
+  const raw = readEnv(edgeSchema, env);
+  return {
+    hem: {
+      name: raw.HEM_NAME,
+      /** The seed's string key/value list (Sedna's snake_case keys). */
+      workerParameters: jsonObject('WORKER_PARAMETERS', raw.WORKER_PARAMETERS),
+      /** The CRD's typed parameters; they win over the string list. */
+      typedParameters: jsonObject('HEM_PARAMETERS', raw.HEM_PARAMETERS),
+    },
+    joint: { miningMode: raw.MINING_MODE, offload: raw.OFFLOAD_MODE, fallback: raw.CLOUD_FALLBACK },
+    cloud:
+      raw.CLOUD_URL === undefined
+        ? undefined
+        : {
+            url: raw.CLOUD_URL,
+            model: raw.CLOUD_MODEL_NAME,
+            deadlineMs: raw.OFFLOAD_DEADLINE_MS,
+            retries: raw.OFFLOAD_RETRIES,
+            breakerFailures: raw.BREAKER_FAILURES,
+            halfOpenMs: raw.BREAKER_HALF_OPEN_MS,
+          },
+    sink: raw.K_SINK,
+    // Reports need all four; a worker without them (local runs) keeps its counters to itself.
+    report:
+      raw.UPSTREAM_STATUS_URL === undefined ||
+      raw.EDGEAI_SERVICE === undefined ||
+      raw.EDGEAI_NODE === undefined ||
+      raw.EDGEAI_NODE_TOKEN === undefined
+        ? undefined
+        : {
+            url: raw.UPSTREAM_STATUS_URL,
+            namespace: raw.EDGEAI_SERVICE.split('/')[0]!,
+            name: raw.EDGEAI_SERVICE.split('/')[1]!,
+            node: raw.EDGEAI_NODE,
+            token: raw.EDGEAI_NODE_TOKEN,
+            intervalMs: raw.REPORT_INTERVAL_MS,
+          },
+  };
+}
+
+export { loadServingConfig, loadEdgeConfig };
+export type { ServingConfig };

@@ -1,0 +1,171 @@
+/**
+ * edge-infer and cloud-infer as functions: the Open Inference Protocol v2 routes (infer, model
+ * metadata and readiness, server health), `POST /predict` taking either request form, and the
+ * CloudEvent forms (edge: inference.requested; cloud: inference.hard-example; both reply
+ * inference.completed).
+ */
+import { z } from 'zod';
+import { NotFoundError } from '../errors/index.js';
+import { eventTypes } from '../events/index.js';
+import { defineFunction, onEvent, onRequest } from '../http/index.js';
+import type { Answer, FunctionDefinition, ReadinessCheck } from '../http/index.js';
+import { jointInfer } from './joint.js';
+import type { JointDeps } from './joint.js';
+import type { InferencePool } from './pool.js';
+import { formatInferResponse, modelMetadata, parseInferRequest } from './protocol.js';
+import type { SampleResult } from './protocol.js';
+
+interface ServedModel {
+  name: string;
+  version: string;
+}
+
+type Answerer = (input: Float32Array, rows: number, traceparent: string) => Promise<SampleResult[]>;
+
+function inferenceDefinition(options: {
+  name: 'edge-infer' | 'cloud-infer';
+  model: ServedModel;
+  pool: InferencePool;
+  maxBatch: number;
+  answer: Answerer;
+  consumes: string;
+  readiness: readonly ReadinessCheck[];
+}): FunctionDefinition {
+  const { model, pool } = options;
+  const modelParam = z.object({ model: z.string().min(1).max(63) });
+  const checkModel = (name: string) => {
+    if (name !== model.name) {
+      throw new NotFoundError(
+        `model ${name} is not served here (this worker serves ${model.name})`,
+      );
+    }
+  };
+  const infer = async (body: unknown, traceparent: string) => {
+    const batch = parseInferRequest(body, pool.inputWidth, options.maxBatch);
+    const results = await options.answer(batch.input, batch.rows, traceparent);
+    return formatInferResponse(batch, model, results);
+  };
+  const json = (body: unknown): Answer => ({ kind: 'json', body });
+  return defineFunction({
+    name: options.name,
+    routes: [
+      onRequest({
+        method: 'POST',
+        path: '/v2/models/:model/infer',
+        params: modelParam,
+        body: z.unknown(),
+        async handle({ params, body }, ctx) {
+          checkModel(params.model);
+          return json(await infer(body, ctx.traceparent));
+        },
+      }),
+      onRequest({
+        method: 'POST',
+        path: '/predict',
+        body: z.unknown(),
+        handle: async ({ body }, ctx) => json(await infer(body, ctx.traceparent)),
+      }),
+      onRequest({
+        method: 'GET',
+        path: '/v2/models/:model',
+        params: modelParam,
+        async handle({ params }) {
+          checkModel(params.model);
+          return json(
+            modelMetadata({ ...model, inputWidth: pool.inputWidth, outputWidth: pool.outputWidth }),
+          );
+        },
+      }),
+      onRequest({
+        method: 'GET',
+        path: '/v2/models/:model/ready',
+        params: modelParam,
+        async handle({ params }) {
+          checkModel(params.model);
+          return json({ name: model.name, ready: true });
+        },
+      }),
+      onRequest({
+        method: 'GET',
+        path: '/v2/health/live',
+        handle: async () => json({ live: true }),
+      }),
+      onRequest({
+        method: 'GET',
+        path: '/v2/health/ready',
+        handle: async () => json({ ready: true }),
+      }),
+    ],
+    events: [
+      onEvent({
+        type: options.consumes,
+        data: z.unknown(),
+        replies: [eventTypes.inferenceCompleted],
+        async handle({ data, event }, ctx) {
+          return {
+            kind: 'reply',
+            event: {
+              type: eventTypes.inferenceCompleted,
+              ...(event.subject === undefined ? {} : { subject: event.subject }),
+              data: await infer(data, ctx.traceparent),
+            },
+          };
+        },
+      }),
+    ],
+    readiness: options.readiness,
+  });
+}
+
+/** edge-infer: the small model plus hard-example mining and offload. */
+function edgeInferDefinition(options: {
+  model: ServedModel;
+  joint: JointDeps;
+  maxBatch: number;
+  readiness: readonly ReadinessCheck[];
+}): FunctionDefinition {
+  return inferenceDefinition({
+    name: 'edge-infer',
+    model: options.model,
+    pool: options.joint.edge,
+    maxBatch: options.maxBatch,
+    answer: (input, rows, traceparent) => jointInfer(options.joint, input, rows, traceparent),
+    consumes: eventTypes.inferenceRequested,
+    readiness: options.readiness,
+  });
+}
+
+/** cloud-infer: the big model, nothing else. */
+function cloudInferDefinition(options: {
+  model: ServedModel;
+  pool: InferencePool;
+  maxBatch: number;
+  readiness: readonly ReadinessCheck[];
+}): FunctionDefinition {
+  const classes = options.pool.outputWidth;
+  return inferenceDefinition({
+    name: 'cloud-infer',
+    model: options.model,
+    pool: options.pool,
+    maxBatch: options.maxBatch,
+    async answer(input, rows) {
+      const out = await options.pool.infer(input, rows);
+      return Array.from({ length: rows }, (_, i) => {
+        const p = out.subarray(i * classes, (i + 1) * classes);
+        return {
+          probabilities: p,
+          tier: 'cloud' as const,
+          hard: false,
+          fallback: false,
+          edge: undefined,
+          cloud: p,
+        };
+      });
+    },
+    consumes: eventTypes.inferenceHardExample,
+    readiness: options.readiness,
+  });
+}
+
+export { edgeInferDefinition, cloudInferDefinition };
+export type { ServedModel };

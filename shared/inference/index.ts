@@ -1,0 +1,21 @@
+/** Serving the models: protocol, inference pool, hard-example mining, joint inference, offload. */
+export { loadOnnxModel } from './onnx-runtime.js';
+export { createInferencePool } from './pool.js';
+export { loadModelBytes } from './model-source.js';
+export { parseInferRequest, formatInferResponse, modelMetadata, argmax } from './protocol.js';
+export { createMiner, hemNames, parseHemParameters, defaultParameters } from './hem.js';
+export { minerFromConfig } from './miner-config.js';
+export { createCloudClient } from './cloud-client.js';
+export { jointInfer, checkJointSettings, WorkerCounters } from './joint.js';
+export { startReporter } from './reporter.js';
+export { edgeInferDefinition, cloudInferDefinition } from './definition.js';
+export { loadServingConfig, loadEdgeConfig } from './config.js';
+export type { OnnxModel } from './onnx-runtime.js';
+export type { InferencePool, PoolOptions } from './pool.js';
+export type { Batch, SampleResult } from './protocol.js';
+export type { HardExampleMiner, HemName, HemParameters, EdgeOutput } from './hem.js';
+export type { CloudClient, CloudClientOptions } from './cloud-client.js';
+export type { JointDeps, JointSettings } from './joint.js';
+export type { ServedModel } from './definition.js';
+export type { ServingConfig } from './config.js';
+export { createHardExampleSink } from './sink.js';

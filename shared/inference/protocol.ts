@@ -1,0 +1,218 @@
+/**
+ * The request and response shapes of edge-infer and cloud-infer: the Open Inference Protocol v2
+ * (KServe, Triton) and the simple `{"instances": [...]}` form. Parsing checks the envelope with
+ * zod and the numbers with one loop (zod over 50,000 numbers would cost more than the model):
+ * every sample must be `width` finite numbers, given flat or nested as rows.
+ */
+import { z } from 'zod';
+import { ValidationError } from '../errors/index.js';
+import { parseInput } from '../schema/index.js';
+
+/** A batch of samples as the models take it. */
+interface Batch {
+  /** rows x width, row-major. */
+  input: Float32Array;
+  rows: number;
+  /** The request's id (OIP), echoed in the answer. */
+  id: string | undefined;
+  form: 'v2' | 'instances';
+}
+
+const tensor = z.object({
+  name: z.string().min(1).max(64),
+  shape: z.array(z.number().int().min(0)).min(1).max(4),
+  datatype: z.string(),
+  parameters: z.record(z.string(), z.unknown()).optional(),
+  data: z.array(z.unknown()),
+});
+
+const v2Request = z.object({
+  id: z.string().max(256).optional(),
+  parameters: z.record(z.string(), z.unknown()).optional(),
+  inputs: z
+    .array(tensor)
+    .min(1, 'one input tensor is required')
+    .max(1, 'this model takes one input'),
+  outputs: z.array(z.object({ name: z.string() }).loose()).optional(),
+});
+
+const instancesRequest = z.object({ instances: z.array(z.unknown()) });
+
+const floatTypes = new Set(['FP32', 'FP64', 'FP16']);
+
+/** Flattens `value` (numbers, or arrays of them at any depth) into `out` from `offset`. */
+function fill(value: unknown, out: Float32Array, offset: number, where: string): number {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value)) throw new ValidationError(`${where}: not a finite number`);
+    if (offset >= out.length)
+      throw new ValidationError(`${where}: more values than the shape holds`);
+    out[offset] = value;
+    return offset + 1;
+  }
+  if (!Array.isArray(value)) {
+    throw new ValidationError(
+      `${where}: expected a number, got ${value === null ? 'null' : typeof value}`,
+    );
+  }
+  let at = offset;
+  for (let i = 0; i < value.length; i += 1) {
+    const item: unknown = value[i];
+    if (typeof item === 'number' && Number.isFinite(item) && at < out.length) out[at++] = item;
+    else at = fill(item, out, at, `${where}[${i}]`);
+  }
+  return at;
+}
+
+/** Shapes a [N, width] model accepts: [N, width], or an image [N, h, w] / [N, 1, h, w] with h*w = width. */
+function batchRows(shape: readonly number[], width: number, where: string): number {
+  const [n, ...rest] = shape;
+  const per = rest.reduce((a, b) => a * b, 1);
+  const ok = rest.length >= 1 && per === width && (rest.length < 3 || rest[0] === 1);
+  if (n === undefined || !ok) {
+    throw new ValidationError(
+      `${where}: shape ${JSON.stringify(shape)} does not fit this model: expected [N, ${width}] (or [N, 28, 28], [N, 1, 28, 28] for ${width} pixels)`,
+    );
+  }
+  return n;
+}
+
+function checkRows(rows: number, maxBatch: number, where: string): void {
+  if (rows === 0) throw new ValidationError(`${where}: empty batch`);
+  if (rows > maxBatch)
+    throw new ValidationError(`${where}: batch of ${rows} is over the limit of ${maxBatch}`);
+}
+
+/** Parses either request form into a batch of `width`-feature samples. */
+function parseInferRequest(body: unknown, width: number, maxBatch: number): Batch {
+  if (typeof body === 'object' && body !== null && 'instances' in body) {
+    const { instances } = parseInput(instancesRequest, body, 'body');
+    checkRows(instances.length, maxBatch, 'body.instances');
+    const input = new Float32Array(instances.length * width);
+    instances.forEach((instance, i) => {
+      const end = fill(instance, input, i * width, `body.instances[${i}]`);
+      if (end !== (i + 1) * width) {
+        throw new ValidationError(
+          `body.instances[${i}]: expected ${width} numbers, got ${end - i * width}`,
+        );
+      }
+    });
+    return { input, rows: instances.length, id: undefined, form: 'instances' };
+  }
+  const request = parseInput(v2Request, body, 'body');
+  const only = request.inputs[0]!;
+  if (!floatTypes.has(only.datatype)) {
+    throw new ValidationError(
+      `body.inputs[0].datatype: ${only.datatype} is not accepted; send FP32 (or FP64, FP16)`,
+    );
+  }
+  const rows = batchRows(only.shape, width, 'body.inputs[0].shape');
+  checkRows(rows, maxBatch, 'body.inputs[0].shape');
+  const input = new Float32Array(rows * width);
+  const end = fill(only.data, input, 0, 'body.inputs[0].data');
+  if (end !== input.length) {
+    throw new ValidationError(
+      `body.inputs[0].data: expected ${input.length} numbers for shape ${JSON.stringify(only.shape)}, got ${end}`,
+    );
+  }
+  return { input, rows, id: request.id, form: 'v2' };
+}
+
+/** What one sample's answer says: the final class and who gave it. */
+interface SampleResult {
+  probabilities: Float32Array;
+  tier: 'edge' | 'cloud';
+  hard: boolean;
+  /** The cloud failed and the edge result stands in for it. */
+  fallback: boolean;
+  edge: Float32Array | undefined;
+  cloud: Float32Array | undefined;
+}
+
+function argmax(p: ArrayLike<number>): number {
+  let best = 0;
+  for (let k = 1; k < p.length; k += 1) if (p[k]! > p[best]!) best = k;
+  return best;
+}
+
+const round = (p: ArrayLike<number>) => Array.from(p, (v) => Math.round(v * 1e6) / 1e6);
+
+/** The answer in the request's form. */
+function formatInferResponse(
+  batch: Pick<Batch, 'id' | 'form'>,
+  model: { name: string; version: string },
+  results: readonly SampleResult[],
+): unknown {
+  if (batch.form === 'instances') {
+    return {
+      predictions: results.map((r) => ({
+        label: argmax(r.probabilities),
+        probabilities: round(r.probabilities),
+        tier: r.tier,
+        hard: r.hard,
+        fallback: r.fallback,
+        edge:
+          r.edge === undefined ? null : { label: argmax(r.edge), confidence: Math.max(...r.edge) },
+        cloud:
+          r.cloud === undefined
+            ? null
+            : { label: argmax(r.cloud), confidence: Math.max(...r.cloud) },
+      })),
+    };
+  }
+  const n = results.length;
+  const width = results[0]?.probabilities.length ?? 0;
+  const label = (p: Float32Array | undefined) => (p === undefined ? -1 : argmax(p));
+  return {
+    model_name: model.name,
+    model_version: model.version,
+    ...(batch.id === undefined ? {} : { id: batch.id }),
+    outputs: [
+      {
+        name: 'probabilities',
+        datatype: 'FP32',
+        shape: [n, width],
+        data: results.flatMap((r) => round(r.probabilities)),
+      },
+      {
+        name: 'label',
+        datatype: 'INT32',
+        shape: [n],
+        data: results.map((r) => argmax(r.probabilities)),
+      },
+      { name: 'tier', datatype: 'BYTES', shape: [n], data: results.map((r) => r.tier) },
+      { name: 'hard', datatype: 'BOOL', shape: [n], data: results.map((r) => r.hard) },
+      { name: 'fallback', datatype: 'BOOL', shape: [n], data: results.map((r) => r.fallback) },
+      {
+        name: 'edge_label',
+        datatype: 'INT32',
+        shape: [n],
+        data: results.map((r) => label(r.edge)),
+      },
+      {
+        name: 'cloud_label',
+        datatype: 'INT32',
+        shape: [n],
+        data: results.map((r) => label(r.cloud)),
+      },
+    ],
+  };
+}
+
+/** OIP model metadata for a [N, width] -> [N, classes] model. */
+function modelMetadata(model: {
+  name: string;
+  version: string;
+  inputWidth: number;
+  outputWidth: number;
+}) {
+  return {
+    name: model.name,
+    versions: [model.version],
+    platform: 'onnxruntime_onnx',
+    inputs: [{ name: 'input', datatype: 'FP32', shape: [-1, model.inputWidth] }],
+    outputs: [{ name: 'probabilities', datatype: 'FP32', shape: [-1, model.outputWidth] }],
+  };
+}
+
+export { parseInferRequest, formatInferResponse, modelMetadata, argmax };
+export type { Batch, SampleResult };

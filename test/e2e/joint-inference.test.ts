@@ -1,0 +1,281 @@
+/**
+ * edge-infer and cloud-infer as two real HTTP servers with the committed models: easy samples
+ * answered at the edge, hard ones by the cloud; with the cloud gone, answers are marked fallback
+ * and the breaker opens; when the cloud returns, it answers again. Bad input gets a precise 4xx
+ * and counts nothing.
+ */
+import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
+import type { Server } from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildServer } from '../../shared/http/index.js';
+import {
+  WorkerCounters,
+  cloudInferDefinition,
+  createCloudClient,
+  createInferencePool,
+  createMiner,
+  edgeInferDefinition,
+} from '../../shared/inference/index.js';
+import type { CloudClient, InferencePool } from '../../shared/inference/index.js';
+import { freePort } from '../../shared/local/index.js';
+import { loadMnist, pixels } from '../../shared/training/data.js';
+import { capturedTelemetry, listen } from '../support/http.js';
+import type { Listening } from '../support/http.js';
+
+const model = (file: string) =>
+  new Uint8Array(readFileSync(new URL(`../../models/${file}`, import.meta.url)));
+const poolOptions = { threads: 1, maxBatch: 256, maxQueueRows: 4096, maxWaitMs: 0 };
+
+interface Outputs {
+  outputs: Array<{ name: string; data: unknown[] }>;
+}
+const output = (body: Outputs, name: string) => body.outputs.find((o) => o.name === name)!.data;
+
+describe('joint inference end to end', () => {
+  const { test } = loadMnist();
+  const samples = 200;
+  let cloudPool: InferencePool;
+  let edgePool: InferencePool;
+  let cloudPort: number;
+  let cloudServer: Server | undefined;
+  let edge: Listening;
+  let cloud: CloudClient;
+  const counters = new WorkerCounters();
+
+  const startCloud = async () => {
+    cloudServer = buildServer(
+      cloudInferDefinition({
+        model: { name: 'cloud', version: '1' },
+        pool: cloudPool,
+        maxBatch: 1024,
+        readiness: [],
+      }),
+      {
+        telemetry: capturedTelemetry('cloud-infer'),
+        bodyLimitBytes: 8 << 20,
+        readinessTimeoutMs: 1000,
+      },
+    );
+    cloudServer.listen(cloudPort, '127.0.0.1');
+    await once(cloudServer, 'listening');
+  };
+  const stopCloud = async () => {
+    cloudServer!.closeAllConnections();
+    cloudServer!.close();
+    await once(cloudServer!, 'close');
+  };
+  const infer = async (from: number, count: number) => {
+    const answer = await fetch(`${edge.url}/v2/models/edge/infer`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        id: `req-${from}`,
+        inputs: [
+          {
+            name: 'input',
+            shape: [count, 784],
+            datatype: 'FP32',
+            data: Array.from(test.x.subarray(from * pixels, (from + count) * pixels)),
+          },
+        ],
+      }),
+    });
+    expect(answer.status).toBe(200);
+    return (await answer.json()) as Outputs;
+  };
+
+  beforeAll(async () => {
+    cloudPool = await createInferencePool({ model: model('cloud.onnx'), ...poolOptions });
+    edgePool = await createInferencePool({ model: model('edge.onnx'), ...poolOptions });
+    cloudPort = await freePort();
+    await startCloud();
+    cloud = createCloudClient({
+      url: `http://127.0.0.1:${cloudPort}`,
+      model: 'cloud',
+      inputWidth: 784,
+      outputWidth: 10,
+      deadlineMs: 1000,
+      retries: 1,
+      breakerFailures: 3,
+      halfOpenMs: 300,
+    });
+    edge = await listen(
+      buildServer(
+        edgeInferDefinition({
+          model: { name: 'edge', version: '1' },
+          joint: {
+            edge: edgePool,
+            cloud,
+            miner: createMiner('Threshold', { threshold: 0.9 }),
+            settings: {
+              miningMode: 'inference-then-mining',
+              offload: 'sync',
+              fallback: 'edge-result',
+            },
+            counters,
+          },
+          maxBatch: 256,
+          readiness: [],
+        }),
+        {
+          telemetry: capturedTelemetry('edge-infer'),
+          bodyLimitBytes: 4 << 20,
+          readinessTimeoutMs: 1000,
+        },
+      ),
+    );
+  });
+  afterAll(async () => {
+    await edge.close();
+    if (cloudServer?.listening === true) await stopCloud();
+    await edgePool.close();
+    await cloudPool.close();
+  });
+
+  it('answers easy samples at the edge and hard ones in the cloud', async () => {
+    const body = await infer(0, samples);
+    const tiers = output(body, 'tier');
+    const hard = output(body, 'hard');
+    const labels = output(body, 'label') as number[];
+    const cloudLabels = output(body, 'cloud_label') as number[];
+    expect(tiers.filter((t) => t === 'edge').length).toBeGreaterThan(samples / 2);
+    expect(tiers.filter((t) => t === 'cloud').length).toBeGreaterThan(0);
+    tiers.forEach((tier, i) => {
+      expect(tier === 'cloud').toBe(hard[i]);
+      if (tier === 'cloud') expect(labels[i]).toBe(cloudLabels[i]);
+      else expect(cloudLabels[i]).toBe(-1);
+    });
+    // The cloud's answers are the cloud model's.
+    const direct = await cloudPool.infer(test.x.slice(0, samples * pixels), samples);
+    tiers.forEach((tier, i) => {
+      if (tier !== 'cloud') return;
+      const row = Array.from(direct.subarray(i * 10, (i + 1) * 10));
+      expect(cloudLabels[i]).toBe(row.indexOf(Math.max(...row)));
+    });
+    const correct = labels.filter((l, i) => l === test.y[i]).length;
+    expect(correct / samples).toBeGreaterThan(0.95);
+    expect(counters.inferenceNumber).toBe(samples);
+    expect(counters.hardExampleNumber).toBe(hard.filter(Boolean).length);
+    expect(counters.uploaded).toBe(counters.hardExampleNumber);
+  });
+
+  it('marks fallback answers while the cloud is down, opens the breaker, recovers when it returns', async () => {
+    await stopCloud();
+    for (let i = 0; i < 4; i += 1) {
+      const body = await infer(i * 50, 50);
+      const hard = output(body, 'hard');
+      const fallback = output(body, 'fallback');
+      expect(fallback).toEqual(hard);
+      expect(output(body, 'tier').every((t) => t === 'edge')).toBe(true);
+    }
+    expect(cloud.breakerState()).toBe('open');
+    expect(counters.fallbacks).toBeGreaterThan(0);
+
+    await startCloud();
+    await new Promise((resolve) => setTimeout(resolve, 350));
+    const body = await infer(0, samples);
+    expect(output(body, 'tier')).toContain('cloud');
+    expect(output(body, 'fallback').some(Boolean)).toBe(false);
+    expect(cloud.breakerState()).toBe('closed');
+  });
+
+  const tensor = (shape: unknown, data: unknown, datatype = 'FP32') => ({
+    inputs: [{ name: 'input', shape, datatype, data }],
+  });
+  it.each<[string, string, unknown, number, RegExp]>([
+    [
+      'wrong shape',
+      '/v2/models/edge/infer',
+      tensor([1, 783], new Array(783).fill(0)),
+      400,
+      /shape \[1,783\] does not fit this model/,
+    ],
+    [
+      'wrong datatype',
+      '/v2/models/edge/infer',
+      tensor([1, 784], new Array(784).fill(0), 'INT8'),
+      400,
+      /datatype: INT8 is not accepted/,
+    ],
+    [
+      'a NaN sent as a string',
+      '/v2/models/edge/infer',
+      tensor([1, 784], ['NaN', ...Array<number>(783).fill(0)]),
+      400,
+      /data\[0\]: expected a number, got string/,
+    ],
+    [
+      'non-numeric data',
+      '/predict',
+      { instances: [{ pixels: 1 }] },
+      400,
+      /instances\[0\]: expected a number, got object/,
+    ],
+    ['an empty batch', '/predict', { instances: [] }, 400, /empty batch/],
+    [
+      'a batch over the limit',
+      '/v2/models/edge/infer',
+      tensor([257, 784], []),
+      400,
+      /batch of 257 is over the limit of 256/,
+    ],
+    [
+      'too few values',
+      '/v2/models/edge/infer',
+      tensor([2, 784], new Array(784).fill(0)),
+      400,
+      /expected 1568 numbers/,
+    ],
+    [
+      'an unknown model',
+      '/v2/models/resnet/infer',
+      tensor([1, 784], new Array(784).fill(0)),
+      404,
+      /model resnet is not served here/,
+    ],
+    ['no inputs', '/v2/models/edge/infer', { inputs: [] }, 400, /one input tensor is required/],
+  ])(
+    'refuses %s (%s) with a precise 4xx and counts nothing',
+    async (_case, path, body, status, message) => {
+      const before = { ...counters };
+      const answer = await fetch(`${edge.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+      expect(answer.status).toBe(status);
+      expect(((await answer.json()) as { error: { message: string } }).error.message).toMatch(
+        message,
+      );
+      expect({ ...counters }).toEqual(before);
+    },
+  );
+
+  it('refuses an oversize body with 413 and keeps serving', async () => {
+    const answer = await fetch(`${edge.url}/predict`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ instances: new Array(5000).fill(new Array(784).fill(0.5)) }),
+    });
+    expect(answer.status).toBe(413);
+    expect((await infer(0, 1)).outputs).toBeDefined();
+  });
+
+  it('serves the simple instances form, model metadata and readiness', async () => {
+    const answer = await fetch(`${edge.url}/predict`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ instances: [Array.from(test.x.subarray(0, pixels))] }),
+    });
+    const body = (await answer.json()) as { predictions: Array<{ label: number; tier: string }> };
+    expect(body.predictions[0]!.label).toBe(test.y[0]);
+    const meta = await (await fetch(`${edge.url}/v2/models/edge`)).json();
+    expect(meta).toMatchObject({
+      name: 'edge',
+      inputs: [{ shape: [-1, 784] }],
+      outputs: [{ shape: [-1, 10] }],
+    });
+    expect((await fetch(`${edge.url}/v2/models/edge/ready`)).status).toBe(200);
+  });
+});
