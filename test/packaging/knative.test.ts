@@ -1,0 +1,780 @@
+/**
+ * No cluster runs here, so the Knative wiring under knative/ is checked statically: every
+ * manifest parses and is listed by the kustomization, permissions are exactly what each
+ * component needs (no wildcards, no built-in admin roles, Secrets only in edgeai-system), each
+ * Trigger routes only catalogued types to the one function that handles them, the sources and
+ * their ServiceAccounts agree, and each function's environment passes that function's own
+ * config loader. Field names were checked against Knative's API types; see docs/deploying.md.
+ */
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parse, parseAllDocuments } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { loadConfig } from '../../shared/config/index.js';
+import type { Env } from '../../shared/config/index.js';
+import { loadControllerConfig } from '../../shared/controller/index.js';
+import { eventTypes } from '../../shared/events/index.js';
+import { loadUpstreamConfig } from '../../shared/status/index.js';
+import { loadSyncConfig } from '../../shared/sync/index.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const knativeDir = join(root, 'knative');
+const systemNamespace = 'edgeai-system';
+const image = 'edgeai';
+const functionNames = ['reconcile-tick', 'downstream-sync', 'upstream-status'] as const;
+type FunctionName = (typeof functionNames)[number];
+
+type Obj = Record<string, unknown>;
+
+interface Manifest {
+  /** Path under knative/, with forward slashes. */
+  file: string;
+  doc: Obj;
+}
+
+function isObj(value: unknown): value is Obj {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Reads a field path, failing with the path and file when a step is not an object. */
+function field(m: Manifest, path: string): unknown {
+  let current: unknown = m.doc;
+  for (const step of path.split('.')) {
+    if (!isObj(current)) throw new Error(`${where(m)}: ${path} is not an object at "${step}"`);
+    current = current[step];
+  }
+  return current;
+}
+
+function str(m: Manifest, path: string): string {
+  const value = field(m, path);
+  if (typeof value !== 'string') throw new Error(`${where(m)}: ${path} must be a string`);
+  return value;
+}
+
+function objects(m: Manifest, path: string): Obj[] {
+  const value = field(m, path) ?? [];
+  if (!Array.isArray(value) || !value.every(isObj)) {
+    throw new Error(`${where(m)}: ${path} must be a list of objects`);
+  }
+  return value;
+}
+
+function strings(value: unknown, what: string): string[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value) || !value.every((v) => typeof v === 'string')) {
+    throw new Error(`${what} must be a list of strings`);
+  }
+  return value;
+}
+
+function where(m: Manifest): string {
+  const name = isObj(m.doc['metadata']) ? String(m.doc['metadata']['name']) : '?';
+  return `${m.file} ${String(m.doc['kind'])}/${name}`;
+}
+
+function yamlFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return yamlFiles(path);
+    return /\.ya?ml$/.test(entry.name) ? [relative(knativeDir, path).split(sep).join('/')] : [];
+  });
+}
+
+function load(file: string): Manifest[] {
+  const text = readFileSync(join(knativeDir, file), 'utf8');
+  return parseAllDocuments(text).flatMap((document, index) => {
+    if (document.errors.length > 0) {
+      throw new Error(`${file} document ${index}: ${document.errors[0]?.message ?? 'error'}`);
+    }
+    const doc: unknown = document.toJS();
+    if (doc === null || doc === undefined) return [];
+    if (!isObj(doc)) throw new Error(`${file} document ${index}: not a mapping`);
+    return [{ file, doc }];
+  });
+}
+
+const kustomizationFile = 'kustomization.yaml';
+const kustomization = parse(readFileSync(join(knativeDir, kustomizationFile), 'utf8')) as unknown;
+const kustomize = isObj(kustomization) ? kustomization : {};
+/** Transformer configurations: kustomize input, not Kubernetes objects. */
+const configurationFiles = strings(kustomize['configurations'], 'kustomization configurations');
+const allFiles = yamlFiles(knativeDir).sort();
+const manifestFiles = allFiles.filter(
+  (f) => f !== kustomizationFile && !configurationFiles.includes(f),
+);
+const all = manifestFiles.flatMap(load);
+const isUnder = (m: Manifest, dir: string) => m.file.startsWith(`${dir}/`);
+/** What kubectl apply -k creates, less the generated CRDs. */
+const controlPlane = all.filter(
+  (m) => !['crds', 'samples', 'serving'].some((dir) => isUnder(m, dir)),
+);
+
+const name = (m: Manifest) => str(m, 'metadata.name');
+const namespace = (m: Manifest) => field(m, 'metadata.namespace');
+const ofKind = (kind: string, apiVersion?: string) =>
+  controlPlane.filter(
+    (m) =>
+      m.doc['kind'] === kind && (apiVersion === undefined || m.doc['apiVersion'] === apiVersion),
+  );
+const knativeServices = () => ofKind('Service', 'serving.knative.dev/v1');
+const triggers = () => ofKind('Trigger', 'eventing.knative.dev/v1');
+const apiServerSources = () => ofKind('ApiServerSource', 'sources.knative.dev/v1');
+const pingSources = () => ofKind('PingSource', 'sources.knative.dev/v1');
+
+function knativeService(fn: FunctionName): Manifest {
+  const found = knativeServices().find((m) => name(m) === fn);
+  if (found === undefined) throw new Error(`no Knative Service named ${fn}`);
+  return found;
+}
+
+function container(m: Manifest): Obj {
+  const containers = objects(m, 'spec.template.spec.containers');
+  expect(containers, `${where(m)}: exactly one container`).toHaveLength(1);
+  return containers[0]!;
+}
+
+function envOf(m: Manifest): Obj[] {
+  const env = container(m)['env'] ?? [];
+  if (!Array.isArray(env) || !env.every(isObj)) throw new Error(`${where(m)}: env is not a list`);
+  return env;
+}
+
+/** A Secret's key, from stringData or base64 data, as the kubelet would resolve it. */
+function secretValue(secretName: string, key: string): string | undefined {
+  const secret = ofKind('Secret').find(
+    (m) => name(m) === secretName && namespace(m) === systemNamespace,
+  );
+  if (secret === undefined) return undefined;
+  const plain = field(secret, 'stringData');
+  if (isObj(plain) && typeof plain[key] === 'string') return plain[key];
+  const encoded = field(secret, 'data');
+  if (isObj(encoded) && typeof encoded[key] === 'string') {
+    return Buffer.from(encoded[key], 'base64').toString('utf8');
+  }
+  return undefined;
+}
+
+/** The environment the container would start with (Knative adds PORT). */
+function resolvedEnv(m: Manifest): Env {
+  const env: Record<string, string> = { PORT: '8080' };
+  for (const entry of envOf(m)) {
+    const key = String(entry['name']);
+    if (typeof entry['value'] === 'string') {
+      env[key] = entry['value'];
+      continue;
+    }
+    const ref = isObj(entry['valueFrom']) ? entry['valueFrom']['secretKeyRef'] : undefined;
+    if (!isObj(ref)) throw new Error(`${where(m)}: env ${key} has neither value nor secretKeyRef`);
+    const value = secretValue(String(ref['name']), String(ref['key']));
+    if (value === undefined) {
+      throw new Error(`${where(m)}: env ${key} refers to a missing Secret key`);
+    }
+    env[key] = value;
+  }
+  return env;
+}
+
+// --- RBAC -----------------------------------------------------------------------------------
+
+/** One permission, as "<scope> <group>/<resource> <verb>"; scope is "cluster" or a namespace. */
+type Grant = string;
+
+function rulesGrants(role: Manifest, scope: string): Grant[] {
+  return objects(role, 'rules').flatMap((rule, i) => {
+    const what = `${where(role)} rules[${i}]`;
+    const groups = strings(rule['apiGroups'], `${what}.apiGroups`);
+    const resources = strings(rule['resources'], `${what}.resources`);
+    const verbs = strings(rule['verbs'], `${what}.verbs`);
+    return groups.flatMap((g) =>
+      resources.flatMap((r) => verbs.map((v) => `${scope} ${g === '' ? 'core' : g}/${r} ${v}`)),
+    );
+  });
+}
+
+function roleFor(binding: Manifest): Manifest | undefined {
+  const kind = str(binding, 'roleRef.kind');
+  const roleName = str(binding, 'roleRef.name');
+  return ofKind(kind).find(
+    (m) => name(m) === roleName && (kind === 'ClusterRole' || namespace(m) === namespace(binding)),
+  );
+}
+
+function boundTo(binding: Manifest, serviceAccount: string): boolean {
+  return objects(binding, 'subjects').some(
+    (s) =>
+      s['kind'] === 'ServiceAccount' &&
+      s['name'] === serviceAccount &&
+      s['namespace'] === systemNamespace,
+  );
+}
+
+/** Everything a ServiceAccount in edgeai-system may do, through every binding here. */
+function grantsOf(serviceAccount: string): Grant[] {
+  const bindings = [...ofKind('ClusterRoleBinding'), ...ofKind('RoleBinding')];
+  const granted = bindings
+    .filter((b) => boundTo(b, serviceAccount))
+    .flatMap((binding) => {
+      const role = roleFor(binding);
+      if (role === undefined) throw new Error(`${where(binding)}: its role is not defined here`);
+      const scope = binding.doc['kind'] === 'ClusterRoleBinding' ? 'cluster' : namespace(binding);
+      return rulesGrants(role, String(scope));
+    });
+  return [...new Set(granted)].sort();
+}
+
+const grants = (scope: string, resource: string, verbs: readonly string[]): Grant[] =>
+  verbs.map((verb) => `${scope} ${resource} ${verb}`);
+
+/** The permissions each function needs (README "The control plane"), and nothing else. */
+const functionGrants: Record<FunctionName, Grant[]> = {
+  'reconcile-tick': [
+    ...grants('cluster', 'edgeai.io/jointinferenceservices', ['get', 'list']),
+    ...grants('cluster', 'edgeai.io/models', ['get', 'list']),
+    ...grants('cluster', 'edgeai.io/jointinferenceservices/status', ['get', 'patch']),
+    // blockOwnerDeletion on the workers' ownerReference, under OwnerReferencesPermissionEnforcement.
+    ...grants('cluster', 'edgeai.io/jointinferenceservices/finalizers', ['update']),
+    ...grants('cluster', 'core/nodes', ['get', 'list']),
+    ...grants('cluster', 'serving.knative.dev/services', ['get', 'list', 'create', 'patch']),
+    ...grants('cluster', 'core/events', ['create']),
+  ],
+  'downstream-sync': [
+    ...grants('cluster', 'edgeai.io/jointinferenceservices', ['get', 'list']),
+    ...grants('cluster', 'core/nodes', ['get', 'list']),
+  ],
+  'upstream-status': [
+    ...grants('cluster', 'edgeai.io/jointinferenceservices', ['get']),
+    ...grants('cluster', 'edgeai.io/jointinferenceservices/status', ['get', 'patch']),
+    ...grants('cluster', 'core/nodes', ['get']),
+    ...grants(systemNamespace, 'core/secrets', ['get']),
+  ],
+};
+
+// --- Eventing -------------------------------------------------------------------------------
+
+const apiServerTypes: readonly string[] = [
+  eventTypes.apiServerAdd,
+  eventTypes.apiServerUpdate,
+  eventTypes.apiServerDelete,
+];
+
+/** The event types each function handles (its definition's onEvent list). */
+const functionEvents: Record<FunctionName, string[]> = {
+  'reconcile-tick': [eventTypes.pingTick, ...apiServerTypes],
+  'downstream-sync': [...apiServerTypes],
+  'upstream-status': [eventTypes.workerStatusReported],
+};
+
+/** What each function's ApiServerSource must watch: "<apiVersion> <Kind>[ <selector>]". */
+const functionWatches: Partial<Record<FunctionName, string[]>> = {
+  'reconcile-tick': [
+    'edgeai.io/v1alpha1 JointInferenceService',
+    'edgeai.io/v1alpha1 Model',
+    'serving.knative.dev/v1 Service app.kubernetes.io/managed-by=edgeai',
+  ],
+  'downstream-sync': ['edgeai.io/v1alpha1 JointInferenceService'],
+};
+
+/** Exact-match attribute filters of a Trigger, in either dialect, as [attribute, value]. */
+function exactFilters(trigger: Manifest): Array<[string, string]> {
+  const found: Array<[string, string]> = [];
+  const attributes = field(trigger, 'spec.filter.attributes');
+  if (isObj(attributes)) {
+    for (const [key, value] of Object.entries(attributes)) found.push([key, String(value)]);
+  }
+  // The newer `filters` dialect: only exact (possibly under all) can be checked statically.
+  const visit = (expression: unknown, path: string): void => {
+    if (!isObj(expression)) throw new Error(`${where(trigger)}: ${path} is not an expression`);
+    const dialects = Object.keys(expression);
+    for (const dialect of dialects) {
+      const body = expression[dialect];
+      if (dialect === 'exact' && isObj(body)) {
+        for (const [key, value] of Object.entries(body)) found.push([key, String(value)]);
+      } else if (dialect === 'all' && Array.isArray(body)) {
+        body.forEach((inner, i) => visit(inner, `${path}.all[${i}]`));
+      } else {
+        throw new Error(
+          `${where(trigger)}: ${path}.${dialect}: only exact and all can be checked against the catalogue`,
+        );
+      }
+    }
+  };
+  const filters = field(trigger, 'spec.filters');
+  if (filters !== undefined) {
+    if (!Array.isArray(filters)) throw new Error(`${where(trigger)}: spec.filters is not a list`);
+    filters.forEach((f, i) => visit(f, `spec.filters[${i}]`));
+  }
+  return found;
+}
+
+const filterValue = (trigger: Manifest, attribute: string): string | undefined => {
+  const values = exactFilters(trigger)
+    .filter(([key]) => key === attribute)
+    .map(([, value]) => value);
+  expect(new Set(values).size, `${where(trigger)}: one value for ${attribute}`).toBeLessThan(2);
+  return values[0];
+};
+
+const subscriberOf = (trigger: Manifest) => str(trigger, 'spec.subscriber.ref.name');
+
+function watchesOf(source: Manifest): string[] {
+  return objects(source, 'spec.resources').map((r) => {
+    const selector = isObj(r['selector']) ? r['selector']['matchLabels'] : undefined;
+    const labels = isObj(selector)
+      ? Object.entries(selector).map(([k, v]) => ` ${k}=${String(v)}`)
+      : [];
+    return `${String(r['apiVersion'])} ${String(r['kind'])}${labels.join('')}`;
+  });
+}
+
+/** The resource name Knative derives from a kind (meta.UnsafeGuessKindToResource). */
+function plural(kind: string): string {
+  const lower = kind.toLowerCase();
+  if (lower.endsWith('s')) return `${lower}es`;
+  if (lower.endsWith('y')) return `${lower.slice(0, -1)}ies`;
+  return `${lower}s`;
+}
+
+function sinkIsTheBroker(source: Manifest): void {
+  expect(field(source, 'spec.sink.ref'), `${where(source)}: sink is the Broker "default"`).toEqual({
+    apiVersion: 'eventing.knative.dev/v1',
+    kind: 'Broker',
+    name: 'default',
+  });
+}
+
+// Asymmetric matchers are typed any; held as unknown so they can sit in expected objects.
+const anyString: unknown = expect.any(String);
+const anyNumber: unknown = expect.any(Number);
+/** An ISO 8601 duration, as Knative's delivery backoffDelay takes (PT0.5S). */
+const isoDuration: unknown = expect.stringMatching(
+  /^P(?!$)(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(\.\d+)?S)?)?$/,
+);
+
+// --- Tests ----------------------------------------------------------------------------------
+
+describe('knative/ manifests', () => {
+  it('parse, and every document has apiVersion, kind and metadata.name', () => {
+    expect(all.length).toBeGreaterThan(20);
+    for (const m of all) {
+      expect(typeof m.doc['apiVersion'], `${m.file}: apiVersion`).toBe('string');
+      expect(typeof m.doc['kind'], `${m.file}: kind`).toBe('string');
+      expect(typeof field(m, 'metadata.name'), `${m.file}: metadata.name`).toBe('string');
+    }
+  });
+
+  it('put every namespaced object in edgeai-system', () => {
+    const clusterScoped = new Set([
+      'Namespace',
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'CustomResourceDefinition',
+    ]);
+    for (const m of controlPlane) {
+      const kind = String(m.doc['kind']);
+      if (clusterScoped.has(kind)) {
+        expect(namespace(m), `${where(m)} is cluster-scoped`).toBeUndefined();
+      } else {
+        expect(namespace(m), `${where(m)} must be in ${systemNamespace}`).toBe(systemNamespace);
+      }
+    }
+    for (const m of all.filter((x) => isUnder(x, 'serving'))) {
+      expect(namespace(m), `${where(m)} patches Knative Serving`).toBe('knative-serving');
+    }
+    expect(ofKind('Namespace').map(name)).toEqual([systemNamespace]);
+  });
+
+  it('never label a control-plane object as a worker the controller manages', () => {
+    // The reconcile-tick ApiServerSource and the controller's list both select on this label.
+    for (const m of controlPlane) {
+      const labels = field(m, 'metadata.labels');
+      const managedBy = isObj(labels) ? labels['app.kubernetes.io/managed-by'] : undefined;
+      expect(managedBy, `${where(m)}: managed-by=edgeai marks worker Services`).not.toBe('edgeai');
+    }
+  });
+});
+
+describe('RBAC', () => {
+  const roles = () => [...ofKind('Role'), ...ofKind('ClusterRole')];
+  const bindings = () => [...ofKind('RoleBinding'), ...ofKind('ClusterRoleBinding')];
+
+  it('names no wildcard in apiGroups, resources, verbs or resourceNames', () => {
+    expect(roles().length).toBeGreaterThan(0);
+    for (const role of roles()) {
+      objects(role, 'rules').forEach((rule, i) => {
+        for (const key of ['apiGroups', 'resources', 'verbs', 'resourceNames', 'nonResourceURLs']) {
+          const values = strings(rule[key], `${where(role)} rules[${i}].${key}`);
+          expect(
+            values.filter((v) => v.includes('*')),
+            `${where(role)} rules[${i}].${key} must not use *`,
+          ).toEqual([]);
+        }
+      });
+    }
+  });
+
+  it('binds only roles defined here, never the built-in admin roles, to ServiceAccounts defined here', () => {
+    const serviceAccounts = new Set(ofKind('ServiceAccount').map(name));
+    for (const binding of bindings()) {
+      const roleName = str(binding, 'roleRef.name');
+      expect(
+        ['cluster-admin', 'admin', 'edit'],
+        `${where(binding)} binds ${roleName}`,
+      ).not.toContain(roleName);
+      expect(
+        roleFor(binding),
+        `${where(binding)}: role ${roleName} is not defined here`,
+      ).toBeDefined();
+      for (const subject of objects(binding, 'subjects')) {
+        expect(subject['kind'], `${where(binding)}: subjects are ServiceAccounts`).toBe(
+          'ServiceAccount',
+        );
+        expect(subject['namespace'], `${where(binding)}: subject namespace`).toBe(systemNamespace);
+        expect(
+          serviceAccounts.has(String(subject['name'])),
+          `${where(binding)}: ServiceAccount ${String(subject['name'])} is not defined here`,
+        ).toBe(true);
+      }
+    }
+  });
+
+  it('grants Secrets only through a Role in edgeai-system', () => {
+    for (const role of roles()) {
+      const touchesSecrets = objects(role, 'rules').some((rule) =>
+        strings(rule['resources'], `${where(role)} resources`).some(
+          (r) => r === 'secrets' || r.startsWith('secrets/'),
+        ),
+      );
+      if (!touchesSecrets) continue;
+      expect(role.doc['kind'], `${where(role)}: secrets only in a namespaced Role`).toBe('Role');
+      expect(namespace(role), `${where(role)}: secrets only in ${systemNamespace}`).toBe(
+        systemNamespace,
+      );
+    }
+    // A RoleBinding elsewhere, or to a ClusterRole, would widen that: none may carry secrets.
+    for (const sa of ofKind('ServiceAccount').map(name)) {
+      const leaked = grantsOf(sa).filter(
+        (g) => g.includes(' core/secrets') && !g.startsWith(`${systemNamespace} `),
+      );
+      expect(leaked, `${sa}: Secrets outside ${systemNamespace}`).toEqual([]);
+    }
+  });
+
+  it.each(functionNames)('gives %s exactly the permissions it needs', (fn) => {
+    const sa = str(knativeService(fn), 'spec.template.spec.serviceAccountName');
+    expect(grantsOf(sa), `${fn} (ServiceAccount ${sa})`).toEqual(
+      [...new Set(functionGrants[fn])].sort(),
+    );
+  });
+});
+
+describe('Knative Services', () => {
+  it('are exactly the three control-plane functions', () => {
+    expect(knativeServices().map(name).sort()).toEqual([...functionNames].sort());
+  });
+
+  it('each run as a ServiceAccount of their own that exists', () => {
+    const accounts = functionNames.map((fn) =>
+      str(knativeService(fn), 'spec.template.spec.serviceAccountName'),
+    );
+    expect(new Set(accounts).size, 'one ServiceAccount per function').toBe(accounts.length);
+    const defined = ofKind('ServiceAccount').map(name);
+    for (const sa of accounts) expect(defined, `ServiceAccount ${sa}`).toContain(sa);
+    const sourceAccounts = apiServerSources().map((s) => str(s, 'spec.serviceAccountName'));
+    for (const sa of accounts) {
+      expect(sourceAccounts, `${sa} is also an ApiServerSource's identity`).not.toContain(sa);
+    }
+  });
+
+  it('publish only upstream-status outside the cluster', () => {
+    const visibility = (fn: FunctionName) => {
+      const labels = field(knativeService(fn), 'metadata.labels');
+      return isObj(labels) ? labels['networking.knative.dev/visibility'] : undefined;
+    };
+    expect(visibility('reconcile-tick'), 'reconcile-tick is cluster-local').toBe('cluster-local');
+    expect(visibility('downstream-sync'), 'downstream-sync is cluster-local').toBe('cluster-local');
+    expect(visibility('upstream-status'), 'edge nodes must reach upstream-status').toBeUndefined();
+  });
+
+  it.each(functionNames)('run %s from the one image, as a non-root user, with probes', (fn) => {
+    const m = knativeService(fn);
+    const c = container(m);
+    expect(c['image'], `${fn}: image must be "${image}" (kustomize images: rewrites it)`).toBe(
+      image,
+    );
+    const env = resolvedEnv(m);
+    expect(env['FUNCTION_TARGET'], `${fn}: FUNCTION_TARGET`).toBe(fn);
+    expect(existsSync(join(root, 'functions', fn, 'index.ts')), `functions/${fn}/index.ts`).toBe(
+      true,
+    );
+    expect(
+      envOf(m).map((e) => e['name']),
+      `${fn}: PORT is set by Knative`,
+    ).not.toContain('PORT');
+    expect(field(m, 'spec.template.spec.containers'), `${fn}: probes`).toMatchObject([
+      {
+        readinessProbe: { httpGet: { path: '/health/readiness' } },
+        livenessProbe: { httpGet: { path: '/health/liveness' } },
+      },
+    ]);
+    expect(c['securityContext'], `${fn}: securityContext`).toMatchObject({
+      runAsNonRoot: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+    });
+    const runAs = isObj(c['securityContext']) ? c['securityContext']['runAsUser'] : undefined;
+    expect(runAs, `${fn}: runAsUser must be numeric and not 0`).toBeGreaterThan(0);
+    expect(c['resources'], `${fn}: resources`).toMatchObject({
+      requests: { cpu: anyString, memory: anyString },
+      limits: { memory: anyString },
+    });
+  });
+
+  it('give each function an environment its own config loader accepts', () => {
+    for (const fn of functionNames) {
+      const env = resolvedEnv(knativeService(fn));
+      expect(() => loadConfig(env), `${fn}: runtime config`).not.toThrow();
+    }
+    const tick = resolvedEnv(knativeService('reconcile-tick'));
+    expect(() => loadControllerConfig(tick), 'reconcile-tick config').not.toThrow();
+    expect(tick['KUBECONFIG'], 'reconcile-tick uses the in-cluster ServiceAccount').toBeUndefined();
+    expect(tick['WORKER_IMAGE'], 'WORKER_IMAGE is the image kustomize rewrites').toBe(image);
+    expect(tick['WORKER_SECRET']).toBe('edgeai-worker');
+    expect(new URL(tick['UPSTREAM_STATUS_URL'] ?? '').hostname).toMatch(
+      /^upstream-status\.edgeai-system\./,
+    );
+    const sync = resolvedEnv(knativeService('downstream-sync'));
+    expect(() => loadSyncConfig(sync), 'downstream-sync config').not.toThrow();
+    const status = resolvedEnv(knativeService('upstream-status'));
+    expect(loadUpstreamConfig(status).tokenNamespace, 'node tokens are in edgeai-system').toBe(
+      systemNamespace,
+    );
+    for (const env of [sync, status]) {
+      expect(env['REDIS_URL']).toBe('redis://edgeai-redis.edgeai-system.svc.cluster.local:6379');
+    }
+  });
+});
+
+describe('eventing', () => {
+  it('has the Broker "default" in edgeai-system', () => {
+    const brokers = ofKind('Broker', 'eventing.knative.dev/v1');
+    expect(brokers.map(name)).toEqual(['default']);
+    expect(field(brokers[0]!, 'metadata.annotations')).toMatchObject({
+      'eventing.knative.dev/broker.class': 'MTChannelBasedBroker',
+    });
+  });
+
+  it('routes every Trigger from the Broker to an existing Knative Service', () => {
+    const services = knativeServices().map(name);
+    expect(triggers().length).toBeGreaterThan(0);
+    for (const trigger of triggers()) {
+      expect(str(trigger, 'spec.broker'), `${where(trigger)}: broker`).toBe('default');
+      expect(field(trigger, 'spec.subscriber.ref'), `${where(trigger)}: subscriber`).toMatchObject({
+        apiVersion: 'serving.knative.dev/v1',
+        kind: 'Service',
+      });
+      expect(services, `${where(trigger)}: subscriber must be a Knative Service here`).toContain(
+        subscriberOf(trigger),
+      );
+      expect(field(trigger, 'spec.delivery'), `${where(trigger)}: retried delivery`).toMatchObject({
+        retry: anyNumber,
+        backoffPolicy: 'exponential',
+        backoffDelay: isoDuration,
+      });
+    }
+  });
+
+  it('filters every Trigger on one catalogued type, and sends each function only its own', () => {
+    const catalogue: readonly string[] = Object.values(eventTypes);
+    const received = new Map<string, string[]>();
+    for (const trigger of triggers()) {
+      const type = filterValue(trigger, 'type');
+      expect(type, `${where(trigger)}: must filter on type`).toBeDefined();
+      expect(catalogue, `${where(trigger)}: type ${type} is not in shared/events`).toContain(type);
+      const fn = subscriberOf(trigger);
+      received.set(fn, [...(received.get(fn) ?? []), type ?? '']);
+    }
+    for (const fn of functionNames) {
+      expect((received.get(fn) ?? []).sort(), `${fn} receives`).toEqual(
+        [...functionEvents[fn]].sort(),
+      );
+    }
+  });
+
+  it('tells apart the ApiServerSource events meant for each function', () => {
+    for (const source of apiServerSources()) {
+      const extensions = field(source, 'spec.ceOverrides.extensions');
+      expect(isObj(extensions), `${where(source)}: ceOverrides.extensions`).toBe(true);
+      for (const key of Object.keys(isObj(extensions) ? extensions : {})) {
+        // CloudEvents attribute names: lower-case letters and digits, at most 20 characters.
+        expect(key, `${where(source)}: extension name`).toMatch(/^[a-z0-9]{1,20}$/);
+      }
+    }
+    for (const trigger of triggers()) {
+      const type = filterValue(trigger, 'type') ?? '';
+      if (!apiServerTypes.includes(type)) continue;
+      const watch = filterValue(trigger, 'edgeaiwatch');
+      expect(watch, `${where(trigger)}: must filter on the edgeaiwatch extension`).toBeDefined();
+      const sources = apiServerSources().filter(
+        (s) => field(s, 'spec.ceOverrides.extensions.edgeaiwatch') === watch,
+      );
+      expect(
+        sources,
+        `${where(trigger)}: one ApiServerSource sets edgeaiwatch=${watch}`,
+      ).toHaveLength(1);
+      const fn = subscriberOf(trigger) as FunctionName;
+      expect(watchesOf(sources[0]!).sort(), `${where(trigger)}: what ${fn} is sent`).toEqual(
+        [...(functionWatches[fn] ?? [])].sort(),
+      );
+    }
+  });
+
+  it('ticks reconcile-tick every minute from its own PingSource', () => {
+    const pings = pingSources();
+    expect(pings).toHaveLength(1);
+    const ping = pings[0]!;
+    expect(str(ping, 'spec.schedule'), 'every minute').toBe('* * * * *');
+    sinkIsTheBroker(ping);
+    const pingTriggers = triggers().filter((t) => filterValue(t, 'type') === eventTypes.pingTick);
+    expect(pingTriggers.map(subscriberOf)).toEqual(['reconcile-tick']);
+    // PingSource's CloudEvent source attribute (sources/v1 PingSourceSource).
+    expect(
+      filterValue(pingTriggers[0]!, 'source'),
+      'the tick Trigger selects this PingSource',
+    ).toBe(`/apis/v1/namespaces/${systemNamespace}/pingsources/${name(ping)}`);
+  });
+
+  it('runs each ApiServerSource in Resource mode, cluster-wide, as a ServiceAccount that can watch exactly what it watches', () => {
+    const sources = apiServerSources();
+    expect(sources.length).toBe(Object.keys(functionWatches).length);
+    const accounts = sources.map((s) => str(s, 'spec.serviceAccountName'));
+    expect(new Set(accounts).size, 'one ServiceAccount per ApiServerSource').toBe(accounts.length);
+    for (const source of sources) {
+      expect(str(source, 'spec.mode'), `${where(source)}: mode`).toBe('Resource');
+      // Services live in any namespace; an empty selector watches them all.
+      expect(field(source, 'spec.namespaceSelector'), `${where(source)}: all namespaces`).toEqual(
+        {},
+      );
+      sinkIsTheBroker(source);
+      const sa = str(source, 'spec.serviceAccountName');
+      expect(
+        ofKind('ServiceAccount').map(name),
+        `${where(source)}: ServiceAccount ${sa}`,
+      ).toContain(sa);
+      const needed = objects(source, 'spec.resources').flatMap((r) => {
+        const apiVersion = String(r['apiVersion']);
+        const group = apiVersion.includes('/') ? apiVersion.split('/')[0]! : 'core';
+        return grants('cluster', `${group}/${plural(String(r['kind']))}`, ['get', 'list', 'watch']);
+      });
+      expect(grantsOf(sa), `${where(source)}: ${sa} may get/list/watch exactly that`).toEqual(
+        [...new Set(needed)].sort(),
+      );
+    }
+  });
+});
+
+describe('Redis', () => {
+  it('is one non-root replica with bounded resources behind a ClusterIP Service', () => {
+    const [deployment, ...more] = ofKind('Deployment');
+    expect(more, 'one Deployment').toEqual([]);
+    expect(deployment).toBeDefined();
+    const d = deployment!;
+    expect(field(d, 'spec.replicas')).toBe(1);
+    expect(field(d, 'spec.template.spec.securityContext'), 'pod securityContext').toMatchObject({
+      runAsNonRoot: true,
+      runAsUser: anyNumber,
+    });
+    const [redis] = objects(d, 'spec.template.spec.containers');
+    expect(redis, 'container').toMatchObject({
+      securityContext: { allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } },
+      resources: {
+        requests: { cpu: anyString, memory: anyString },
+        limits: { cpu: anyString, memory: anyString },
+      },
+    });
+    const url = new URL(secretValue('edgeai-redis', 'url') ?? '');
+    expect(url.href).toBe('redis://edgeai-redis.edgeai-system.svc.cluster.local:6379');
+    const service = ofKind('Service', 'v1').find((s) => name(s) === url.hostname.split('.')[0]);
+    expect(service, `a Service named after ${url.hostname}`).toBeDefined();
+    expect(field(service!, 'spec.type')).toBe('ClusterIP');
+    const podLabels = field(d, 'spec.template.metadata.labels');
+    expect(podLabels, 'the Service selects the Redis pod').toMatchObject(
+      field(service!, 'spec.selector') as Obj,
+    );
+    expect(objects(service!, 'spec.ports').map((p) => p['port'])).toEqual([Number(url.port)]);
+  });
+});
+
+describe('knative/kustomization.yaml', () => {
+  const k = kustomize;
+  const listed = [...strings(k['resources'], 'resources'), ...configurationFiles];
+
+  it('lists every manifest under knative/ except samples/ and serving/', () => {
+    const expected = allFiles.filter(
+      (f) => f !== kustomizationFile && !f.startsWith('samples/') && !f.startsWith('serving/'),
+    );
+    for (const file of expected) {
+      expect(listed, `${file} is not in knative/kustomization.yaml`).toContain(file);
+    }
+    for (const file of listed) {
+      expect(existsSync(join(knativeDir, file)), `${file} is listed but missing`).toBe(true);
+      expect(file, `${file}: samples/ and serving/ are applied by hand`).not.toMatch(
+        /^(samples|serving)\//,
+      );
+    }
+    expect(listed).toContain('crds/jointinferenceservices.yaml');
+    expect(listed).toContain('crds/models.yaml');
+  });
+
+  it('sets the image through images:, WORKER_IMAGE included', () => {
+    expect(k['images'], 'images: entry for edgeai').toEqual([
+      { name: image, newName: anyString, newTag: anyString },
+    ]);
+    const paths = configurationFiles.flatMap((file) => {
+      const config = parse(readFileSync(join(knativeDir, file), 'utf8')) as unknown;
+      const specs = isObj(config) && Array.isArray(config['images']) ? config['images'] : [];
+      return specs.filter(isObj).map((s) => `${String(s['group'])} ${String(s['path'])}`);
+    });
+    expect(paths, 'the images transformer must also reach env values').toContain(
+      'serving.knative.dev spec/template/spec/containers/env/value',
+    );
+  });
+
+  const kubectl = spawnSync('kubectl', ['version', '--client'], { encoding: 'utf8' });
+  // kubectl's embedded kustomize builds offline; where kubectl is missing, the static checks
+  // above still hold.
+  it.skipIf(kubectl.status !== 0)('builds with kubectl kustomize, rewriting every image', () => {
+    const built = spawnSync('kubectl', ['kustomize', knativeDir], { encoding: 'utf8' });
+    expect(built.status, built.stderr).toBe(0);
+    const entry = (k['images'] as Obj[])[0]!;
+    const wanted = `${String(entry['newName'])}:${String(entry['newTag'])}`;
+    const docs = parseAllDocuments(built.stdout).map((d) => d.toJS() as unknown);
+    const ksvcs = docs
+      .filter(isObj)
+      .filter((d) => d['apiVersion'] === 'serving.knative.dev/v1' && d['kind'] === 'Service')
+      .map((doc) => ({ file: 'kustomize build', doc }));
+    expect(ksvcs).toHaveLength(functionNames.length);
+    for (const m of ksvcs) {
+      expect(container(m)['image'], `${where(m)}: image`).toBe(wanted);
+      const env = envOf(m);
+      const workerImage = env.find((e) => e['name'] === 'WORKER_IMAGE');
+      if (workerImage !== undefined) expect(workerImage['value'], 'WORKER_IMAGE').toBe(wanted);
+      const target = env.find((e) => e['name'] === 'FUNCTION_TARGET');
+      expect(target?.['value'], 'other env values are left alone').toBe(name(m));
+    }
+  });
+});
+
+describe('knative/serving/config-features-patch.yaml', () => {
+  it('enables nodeSelector on Knative Services, which worker pinning needs', () => {
+    const [patch] = load('serving/config-features-patch.yaml');
+    expect(patch?.doc).toMatchObject({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: 'config-features', namespace: 'knative-serving' },
+      data: { 'kubernetes.podspec-nodeselector': 'enabled' },
+    });
+  });
+});
