@@ -8,12 +8,14 @@ import {
   createCloudClient,
   createInferencePool,
   edgeInferDefinition,
+  inferenceMetrics,
   loadEdgeConfig,
   loadModelBytes,
   loadServingConfig,
   minerFromConfig,
   startReporter,
 } from '../../shared/inference/index.js';
+import type { InferencePool } from '../../shared/inference/index.js';
 import { ConfigError } from '../../shared/errors/index.js';
 
 const factory: FunctionFactory = async ({ telemetry }) => {
@@ -25,11 +27,19 @@ const factory: FunctionFactory = async ({ telemetry }) => {
   } catch (err) {
     throw new ConfigError(err instanceof Error ? err.message : String(err));
   }
+  const counters = new WorkerCounters();
+  // The queue gauge reads the pool, which is made after the metrics it reports into.
+  const live: { pool?: InferencePool } = {};
+  const metrics = inferenceMetrics(telemetry, {
+    counters,
+    queuedRows: () => live.pool?.queuedRows() ?? 0,
+  });
   const pool = await createInferencePool({
     model: await loadModelBytes(serving.model),
     ...serving.pool,
+    onRun: metrics.batchRows,
   });
-  const counters = new WorkerCounters();
+  live.pool = pool;
   const cloud =
     edgeConfig.cloud === undefined
       ? undefined
@@ -55,6 +65,7 @@ const factory: FunctionFactory = async ({ telemetry }) => {
       miner,
       settings: edgeConfig.joint,
       counters,
+      observe: metrics.observe,
       ...(edgeConfig.sink === undefined
         ? {}
         : {
@@ -68,6 +79,7 @@ const factory: FunctionFactory = async ({ telemetry }) => {
     },
     maxBatch: serving.maxBatch,
     readiness: [],
+    onAnswered: metrics.answered,
   });
   return {
     definition,

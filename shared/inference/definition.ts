@@ -30,6 +30,7 @@ function inferenceDefinition(options: {
   answer: Answerer;
   consumes: string;
   readiness: readonly ReadinessCheck[];
+  onAnswered?: (results: readonly SampleResult[]) => void;
 }): FunctionDefinition {
   const { model, pool } = options;
   const modelParam = z.object({ model: z.string().min(1).max(63) });
@@ -43,6 +44,7 @@ function inferenceDefinition(options: {
   const infer = async (body: unknown, traceparent: string) => {
     const batch = parseInferRequest(body, pool.inputWidth, options.maxBatch);
     const results = await options.answer(batch.input, batch.rows, traceparent);
+    options.onAnswered?.(results);
     return formatInferResponse(batch, model, results);
   };
   const json = (body: unknown): Answer => ({ kind: 'json', body });
@@ -123,8 +125,10 @@ function edgeInferDefinition(options: {
   joint: JointDeps;
   maxBatch: number;
   readiness: readonly ReadinessCheck[];
+  onAnswered?: (results: readonly SampleResult[]) => void;
 }): FunctionDefinition {
   return inferenceDefinition({
+    ...(options.onAnswered === undefined ? {} : { onAnswered: options.onAnswered }),
     name: 'edge-infer',
     model: options.model,
     pool: options.joint.edge,
@@ -141,9 +145,11 @@ function cloudInferDefinition(options: {
   pool: InferencePool;
   maxBatch: number;
   readiness: readonly ReadinessCheck[];
+  onAnswered?: (results: readonly SampleResult[]) => void;
 }): FunctionDefinition {
   const classes = options.pool.outputWidth;
   return inferenceDefinition({
+    ...(options.onAnswered === undefined ? {} : { onAnswered: options.onAnswered }),
     name: 'cloud-infer',
     model: options.model,
     pool: options.pool,

@@ -19,3 +19,4 @@ export type { JointDeps, JointSettings } from './joint.js';
 export type { ServedModel } from './definition.js';
 export type { ServingConfig } from './config.js';
 export { createHardExampleSink } from './sink.js';
+export { inferenceMetrics } from './metrics.js';

@@ -37,6 +37,8 @@ interface JointDeps {
   miner: HardExampleMiner;
   settings: JointSettings;
   counters: WorkerCounters;
+  /** Timings of each model call, for the latency histograms. */
+  observe?: { edge(seconds: number): void; cloud(seconds: number, ok: boolean): void };
   /** Async offload: hands hard samples to the event sink (resolves once accepted). */
   emitHardExamples?: (
     input: Float32Array,
@@ -55,6 +57,14 @@ function checkJointSettings(settings: JointSettings, minerName: string, hasSink:
   if (settings.offload === 'async' && !hasSink) {
     throw new ValidationError('OFFLOAD_MODE: async needs K_SINK (where hard-example events go)');
   }
+}
+
+/** `edge.infer` timed into `observe.edge`. */
+async function runEdge(deps: JointDeps, input: Float32Array, rows: number): Promise<Float32Array> {
+  const started = performance.now();
+  const out = await deps.edge.infer(input, rows);
+  deps.observe?.edge((performance.now() - started) / 1000);
+  return out;
 }
 
 function rowsOf(input: Float32Array, width: number, indices: readonly number[]): Float32Array {
@@ -82,13 +92,13 @@ async function jointInfer(
     const easy: number[] = [];
     for (let i = 0; i < rows; i += 1) (miner.isHard(blank) ? hard : easy).push(i);
     const easyOut =
-      easy.length > 0 ? await edge.infer(rowsOf(input, width, easy), easy.length) : undefined;
+      easy.length > 0 ? await runEdge(deps, rowsOf(input, width, easy), easy.length) : undefined;
     edgeOut = new Float32Array(rows * classes);
     easy.forEach((row, i) =>
       edgeOut!.set(easyOut!.subarray(i * classes, (i + 1) * classes), row * classes),
     );
   } else {
-    edgeOut = await edge.infer(input, rows);
+    edgeOut = await runEdge(deps, input, rows);
     for (let i = 0; i < rows; i += 1) {
       const probabilities = edgeOut.subarray(i * classes, (i + 1) * classes);
       if (miner.isHard({ kind: 'classification', probabilities })) hard.push(i);
@@ -117,10 +127,12 @@ async function jointInfer(
     counters.uploaded += hard.length;
     return results;
   }
+  const started = performance.now();
   try {
     if (deps.cloud === undefined)
       throw new UnavailableError('no cloud worker configured (CLOUD_URL)');
     const cloudOut = await deps.cloud.infer(hardInput, hard.length, traceparent);
+    deps.observe?.cloud((performance.now() - started) / 1000, true);
     counters.uploaded += hard.length;
     hard.forEach((row, i) => {
       const answer = cloudOut.subarray(i * classes, (i + 1) * classes);
@@ -130,11 +142,12 @@ async function jointInfer(
       result.tier = 'cloud';
     });
   } catch (err) {
+    deps.observe?.cloud((performance.now() - started) / 1000, false);
     if (!(err instanceof UnavailableError) || settings.fallback === 'error') throw err;
     const needEdge = hard.filter((row) => results[row]!.edge === undefined);
     if (needEdge.length > 0) {
       // mining-then-inference skipped the edge for these: run it now for the fallback.
-      const out = await edge.infer(rowsOf(input, width, needEdge), needEdge.length);
+      const out = await runEdge(deps, rowsOf(input, width, needEdge), needEdge.length);
       needEdge.forEach((row, i) => {
         const own = out.slice(i * classes, (i + 1) * classes);
         results[row]!.edge = own;

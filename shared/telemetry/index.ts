@@ -4,7 +4,7 @@
  */
 import { pino } from 'pino';
 import type { DestinationStream, Logger } from 'pino';
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** Everything a request handler records into. */
 interface Telemetry {
@@ -75,5 +75,39 @@ function createTelemetry(options: TelemetryOptions): Telemetry {
   };
 }
 
-export { createTelemetry };
+/**
+ * A function's own metrics, registered on its telemetry's registry (so prom-client stays behind
+ * this one file). Label values are whatever the caller passes: keep them to small fixed sets.
+ */
+function defineMetrics(telemetry: Pick<Telemetry, 'registry'>) {
+  const registers = [telemetry.registry];
+  return {
+    counter<L extends string>(name: string, help: string, labelNames: readonly L[] = []) {
+      const metric = new Counter({ name, help, labelNames, registers });
+      return (labels: Partial<Record<L, string>> = {}, value = 1) => metric.inc(labels, value);
+    },
+    histogram<L extends string>(
+      name: string,
+      help: string,
+      buckets: number[],
+      labelNames: readonly L[] = [],
+    ) {
+      const metric = new Histogram({ name, help, labelNames, buckets, registers });
+      return (labels: Partial<Record<L, string>>, value: number) => metric.observe(labels, value);
+    },
+    /** A gauge read when scraped. */
+    gauge(name: string, help: string, read: () => number) {
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          this.set(read());
+        },
+      });
+    },
+  };
+}
+
+export { createTelemetry, defineMetrics };
 export type { Telemetry, TelemetryOptions, Logger };

@@ -16,6 +16,7 @@ import {
   createInferencePool,
   createMiner,
   edgeInferDefinition,
+  inferenceMetrics,
 } from '../../shared/inference/index.js';
 import type { CloudClient, InferencePool } from '../../shared/inference/index.js';
 import { freePort } from '../../shared/local/index.js';
@@ -100,9 +101,15 @@ describe('joint inference end to end', () => {
       breakerFailures: 3,
       halfOpenMs: 300,
     });
+    const telemetry = capturedTelemetry('edge-infer');
+    const metrics = inferenceMetrics(telemetry, {
+      counters,
+      queuedRows: () => edgePool.queuedRows(),
+    });
     edge = await listen(
       buildServer(
         edgeInferDefinition({
+          onAnswered: metrics.answered,
           model: { name: 'edge', version: '1' },
           joint: {
             edge: edgePool,
@@ -114,12 +121,13 @@ describe('joint inference end to end', () => {
               fallback: 'edge-result',
             },
             counters,
+            observe: metrics.observe,
           },
           maxBatch: 256,
           readiness: [],
         }),
         {
-          telemetry: capturedTelemetry('edge-infer'),
+          telemetry,
           bodyLimitBytes: 4 << 20,
           readinessTimeoutMs: 1000,
         },
@@ -270,6 +278,26 @@ describe('joint inference end to end', () => {
     });
     const body = (await answer.json()) as { predictions: Array<{ label: number; tier: string }> };
     expect(body.predictions[0]!.label).toBe(test.y[0]);
+    const metrics = await (await fetch(`${edge.url}/metrics`)).text();
+    const sample = (name: string, ...labels: string[]) =>
+      new RegExp(
+        `^${name}\\{${labels.map((l) => `(?=[^}]*${l})`).join('')}[^}]*\\} ([0-9.e-]+)$`,
+        'm',
+      );
+    const value = (pattern: RegExp) => Number(pattern.exec(metrics)?.[1] ?? 0);
+    expect(
+      value(sample('edgeai_inference_decisions_total', 'tier="cloud"', 'fallback="false"')),
+    ).toBeGreaterThan(0);
+    expect(
+      value(sample('edgeai_inference_decisions_total', 'tier="edge"', 'fallback="true"')),
+    ).toBe(counters.fallbacks);
+    expect(
+      value(sample('edgeai_inference_call_seconds_count', 'tier="cloud"', 'outcome="failed"')),
+    ).toBeGreaterThan(0);
+    expect(value(sample('edgeai_offload_ratio', 'function="edge-infer"'))).toBeCloseTo(
+      counters.hardExampleNumber / counters.inferenceNumber,
+      6,
+    );
     const meta = await (await fetch(`${edge.url}/v2/models/edge`)).json();
     expect(meta).toMatchObject({
       name: 'edge',
