@@ -48,6 +48,18 @@ function inferenceDefinition(options: {
     return formatInferResponse(batch, model, results);
   };
   const json = (body: unknown): Answer => ({ kind: 'json', body });
+  // A redelivered event (same source and id) gets the first delivery's answer instead of a
+  // second inference: counted once, answered the same. Bounded; per process.
+  const recent = new Map<string, Promise<unknown>>();
+  const once = (key: string, run: () => Promise<unknown>): Promise<unknown> => {
+    const hit = recent.get(key);
+    if (hit !== undefined) return hit;
+    const answer = run();
+    recent.set(key, answer);
+    answer.catch(() => recent.delete(key));
+    if (recent.size > 1000) recent.delete(recent.keys().next().value!);
+    return answer;
+  };
   return defineFunction({
     name: options.name,
     routes: [
@@ -109,7 +121,9 @@ function inferenceDefinition(options: {
             event: {
               type: eventTypes.inferenceCompleted,
               ...(event.subject === undefined ? {} : { subject: event.subject }),
-              data: await infer(data, ctx.traceparent),
+              data: await once(`${event.source.length}:${event.source}:${event.id}`, () =>
+                infer(data, ctx.traceparent),
+              ),
             },
           };
         },

@@ -21,7 +21,7 @@ import {
 import type { CloudClient, InferencePool } from '../../shared/inference/index.js';
 import { freePort } from '../../shared/local/index.js';
 import { loadMnist, pixels } from '../../shared/training/data.js';
-import { capturedTelemetry, listen } from '../support/http.js';
+import { capturedTelemetry, listen, postEvent } from '../support/http.js';
 import type { Listening } from '../support/http.js';
 
 const model = (file: string) =>
@@ -259,6 +259,26 @@ describe('joint inference end to end', () => {
       expect({ ...counters }).toEqual(before);
     },
   );
+
+  it('answers a redelivered inference event once: same reply, counted once', async () => {
+    const before = counters.inferenceNumber;
+    const send = () =>
+      postEvent(
+        edge.url,
+        'io.edgeai.inference.requested',
+        { instances: [Array.from(test.x.subarray(0, pixels))] },
+        {
+          'ce-id': 'same-event',
+          'ce-source': '/camera/7',
+        },
+      );
+    const first = await send();
+    const second = await send();
+    expect(first.status).toBe(200);
+    expect(first.headers.get('ce-type')).toBe('io.edgeai.inference.completed');
+    expect(await second.json()).toEqual(await first.json());
+    expect(counters.inferenceNumber).toBe(before + 1);
+  });
 
   it('refuses an oversize body with 413 and keeps serving', async () => {
     const answer = await fetch(`${edge.url}/predict`, {
