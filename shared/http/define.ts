@@ -38,10 +38,18 @@ interface HttpRoute {
   readonly method: HttpMethod;
   readonly path: string;
   readonly segments: readonly string[];
+  /** The body reaches `run` as the raw bytes with its content type, not decoded as JSON. */
+  readonly raw: boolean;
   run(
     request: { body: unknown; params: Record<string, string> },
     ctx: RequestContext,
   ): Promise<Answer>;
+}
+
+/** A raw route's body: the bytes as received and the request's media type. */
+interface RawBody {
+  bytes: Buffer;
+  contentType: string | undefined;
 }
 
 /** A dependency the function needs; readiness fails (503) while `check` rejects. */
@@ -93,6 +101,7 @@ function onRequest<P extends z.ZodType, B extends z.ZodType>(spec: {
     method: spec.method,
     path: spec.path,
     segments: spec.path.split('/').slice(1),
+    raw: false,
     run: (request, ctx) =>
       spec.handle(
         {
@@ -102,6 +111,35 @@ function onRequest<P extends z.ZodType, B extends z.ZodType>(spec: {
           body: (spec.body === undefined
             ? undefined
             : parseInput(spec.body, request.body, 'body')) as z.output<B>,
+        },
+        ctx,
+      ),
+  };
+}
+
+/**
+ * Binds `METHOD /path/:param` to a handler that reads the body itself (binary protocols, such
+ * as the inference protocol's binary tensor extension); `decodeJsonBody` decodes a JSON one.
+ */
+function onRawRequest<P extends z.ZodType>(spec: {
+  method: HttpMethod;
+  path: string;
+  params?: P;
+  handle(input: { params: z.output<P>; body: RawBody }, ctx: RequestContext): Promise<Answer>;
+}): HttpRoute {
+  if (!spec.path.startsWith('/')) throw new Error(`route path must start with "/": ${spec.path}`);
+  return {
+    method: spec.method,
+    path: spec.path,
+    segments: spec.path.split('/').slice(1),
+    raw: true,
+    run: (request, ctx) =>
+      spec.handle(
+        {
+          params: (spec.params === undefined
+            ? request.params
+            : parseInput(spec.params, request.params, 'path')) as z.output<P>,
+          body: request.body as RawBody,
         },
         ctx,
       ),
@@ -144,13 +182,14 @@ function defineFunction(definition: {
   });
 }
 
-export { defineFunction, onEvent, onRequest, httpMethods };
+export { defineFunction, onEvent, onRequest, onRawRequest, httpMethods };
 export type {
   Answer,
   EventRoute,
   FunctionDefinition,
   HttpMethod,
   HttpRoute,
+  RawBody,
   ReadinessCheck,
   RequestContext,
 };

@@ -1,5 +1,6 @@
 /** Defining and serving a function: declarations, the request handler, the server. */
-export { defineFunction, onEvent, onRequest } from './define.js';
+export { defineFunction, onEvent, onRequest, onRawRequest } from './define.js';
+export { decodeJsonBody } from './handler.js';
 export { buildServer } from './server.js';
 export type {
   Answer,
@@ -7,5 +8,6 @@ export type {
   ReadinessCheck,
   RequestContext,
   HttpMethod,
+  RawBody,
 } from './define.js';
 export type { ServerOptions } from './server.js';

@@ -5,9 +5,9 @@
  * inference.completed).
  */
 import { z } from 'zod';
-import { NotFoundError } from '../errors/index.js';
+import { NotFoundError, ValidationError } from '../errors/index.js';
 import { eventTypes } from '../events/index.js';
-import { defineFunction, onEvent, onRequest } from '../http/index.js';
+import { decodeJsonBody, defineFunction, onEvent, onRawRequest, onRequest } from '../http/index.js';
 import type { Answer, FunctionDefinition, ReadinessCheck } from '../http/index.js';
 import { jointInfer } from './joint.js';
 import type { JointDeps } from './joint.js';
@@ -41,8 +41,8 @@ function inferenceDefinition(options: {
       );
     }
   };
-  const infer = async (body: unknown, traceparent: string) => {
-    const batch = parseInferRequest(body, pool.inputWidth, options.maxBatch);
+  const infer = async (body: unknown, traceparent: string, binary?: Uint8Array) => {
+    const batch = parseInferRequest(body, pool.inputWidth, options.maxBatch, binary);
     const results = await options.answer(batch.input, batch.rows, traceparent);
     options.onAnswered?.(results);
     return formatInferResponse(batch, model, results);
@@ -63,14 +63,29 @@ function inferenceDefinition(options: {
   return defineFunction({
     name: options.name,
     routes: [
-      onRequest({
+      onRawRequest({
         method: 'POST',
         path: '/v2/models/:model/infer',
         params: modelParam,
-        body: z.unknown(),
         async handle({ params, body }, ctx) {
           checkModel(params.model);
-          return json(await infer(body, ctx.traceparent));
+          const header = ctx.headers['inference-header-content-length'];
+          if (header === undefined) {
+            return json(await infer(decodeJsonBody(body.bytes, body.contentType), ctx.traceparent));
+          }
+          const length = Number(header);
+          if (!Number.isInteger(length) || length <= 0 || length > body.bytes.length) {
+            throw new ValidationError(
+              `Inference-Header-Content-Length: ${String(header)} is not a length within the ${body.bytes.length}-byte body`,
+            );
+          }
+          let request: unknown;
+          try {
+            request = JSON.parse(body.bytes.subarray(0, length).toString('utf8'));
+          } catch {
+            throw new ValidationError('body: the inference header is not valid JSON');
+          }
+          return json(await infer(request, ctx.traceparent, body.bytes.subarray(length)));
         },
       }),
       onRequest({

@@ -280,6 +280,45 @@ describe('joint inference end to end', () => {
     expect(counters.inferenceNumber).toBe(before + 1);
   });
 
+  it('takes the binary tensor extension (raw FP32 after the JSON header)', async () => {
+    const rows = 64;
+    const binary = (declared: number, data: Float32Array) => {
+      const header = Buffer.from(
+        JSON.stringify({
+          inputs: [
+            {
+              name: 'input',
+              shape: [rows, 784],
+              datatype: 'FP32',
+              data: [],
+              parameters: { binary_data_size: declared },
+            },
+          ],
+        }),
+      );
+      return fetch(`${edge.url}/v2/models/edge/infer`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/octet-stream',
+          'inference-header-content-length': String(header.length),
+        },
+        body: Buffer.concat([header, Buffer.from(data.buffer, data.byteOffset, data.byteLength)]),
+      });
+    };
+    const data = test.x.slice(0, rows * pixels);
+    const answer = await binary(data.byteLength, data);
+    expect(answer.status).toBe(200);
+    const viaJson = await infer(0, rows);
+    expect(output((await answer.json()) as Outputs, 'edge_label')).toEqual(
+      output(viaJson, 'edge_label'),
+    );
+    const short = await binary(data.byteLength, data.subarray(0, 100));
+    expect(short.status).toBe(400);
+    expect(((await short.json()) as { error: { message: string } }).error.message).toMatch(
+      /binary_data_size: expected 200704 bytes/,
+    );
+  });
+
   it('refuses an oversize body with 413 and keeps serving', async () => {
     const answer = await fetch(`${edge.url}/predict`, {
       method: 'POST',
