@@ -4,6 +4,7 @@
  * work that blocks the event loop of the thread it runs on: the serving path runs models in
  * worker threads (startOnnxWorker, used by the inference pool), never on the HTTP thread.
  */
+import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
 import type * as WorkerThreads from 'node:worker_threads';
 import type * as Ort from 'onnxruntime-node';
@@ -65,9 +66,10 @@ async function loadOnnxModel(
 function workerMain(): void {
   /* eslint-disable @typescript-eslint/no-require-imports -- eval'd worker code is CommonJS */
   const threads = require('node:worker_threads') as typeof WorkerThreads;
-  const ort = require('onnxruntime-node') as typeof Ort;
+  const { model, runtime } = threads.workerData as { model: Uint8Array; runtime: string };
+  // By absolute path: an eval'd worker resolves bare names from the working directory.
+  const ort = require(runtime) as typeof Ort;
   /* eslint-enable @typescript-eslint/no-require-imports */
-  const { model } = threads.workerData as { model: Uint8Array };
   const port = threads.parentPort!;
   const ready = ort.InferenceSession.create(model, {
     intraOpNumThreads: 1,
@@ -99,7 +101,10 @@ function workerMain(): void {
 async function startOnnxWorker(
   model: Uint8Array,
 ): Promise<{ worker: Worker; inputWidth: number; outputWidth: number }> {
-  const worker = new Worker(`(${workerMain.toString()})()`, { eval: true, workerData: { model } });
+  const worker = new Worker(`(${workerMain.toString()})()`, {
+    eval: true,
+    workerData: { model, runtime: createRequire(import.meta.url).resolve('onnxruntime-node') },
+  });
   const [message] = (await new Promise<unknown[]>((resolve, reject) => {
     worker.once('message', (m) => resolve([m]));
     worker.once('error', reject);

@@ -108,12 +108,18 @@ function binaryTensor(
       `body.inputs[0].parameters.binary_data_size: expected ${expected} bytes for shape ${JSON.stringify(tensor.shape)}, got ${String(size)} declared and ${binary.length} sent`,
     );
   }
-  // Copied, because the body's offset in its buffer need not be 4-byte aligned.
-  const input = new Float32Array(rows * width);
-  new Uint8Array(input.buffer).set(binary);
-  for (let i = 0; i < input.length; i += 1) {
-    if (!Number.isFinite(input[i]))
+  // Viewed in place when the data is 4-byte aligned in the body, else copied once.
+  const input =
+    (binary.byteOffset & 3) === 0
+      ? new Float32Array(binary.buffer, binary.byteOffset, rows * width)
+      : new Float32Array(rows * width);
+  if (input.buffer !== binary.buffer) new Uint8Array(input.buffer).set(binary);
+  // NaN and the infinities are the floats whose exponent bits are all ones.
+  const bits = new Uint32Array(input.buffer, input.byteOffset, input.length);
+  for (let i = 0; i < bits.length; i += 1) {
+    if ((bits[i]! & 0x7f800000) === 0x7f800000) {
       throw new ValidationError(`body.inputs[0] binary value ${i}: not a finite number`);
+    }
   }
   return input;
 }
@@ -181,7 +187,8 @@ function argmax(p: ArrayLike<number>): number {
   return best;
 }
 
-const round = (p: ArrayLike<number>) => Array.from(p, (v) => Math.round(v * 1e6) / 1e6);
+const round = (v: number) => Math.round(v * 1e6) / 1e6;
+const roundAll = (p: ArrayLike<number>) => Array.from(p, round);
 
 /** The answer in the request's form. */
 function formatInferResponse(
@@ -193,7 +200,7 @@ function formatInferResponse(
     return {
       predictions: results.map((r) => ({
         label: argmax(r.probabilities),
-        probabilities: round(r.probabilities),
+        probabilities: roundAll(r.probabilities),
         tier: r.tier,
         hard: r.hard,
         fallback: r.fallback,
@@ -208,39 +215,37 @@ function formatInferResponse(
   }
   const n = results.length;
   const width = results[0]?.probabilities.length ?? 0;
-  const label = (p: Float32Array | undefined) => (p === undefined ? -1 : argmax(p));
+  // One pass: this runs for every sample of every batch.
+  const probabilities = new Array<number>(n * width);
+  const labels = new Array<number>(n);
+  const tiers = new Array<string>(n);
+  const hard = new Array<boolean>(n);
+  const fallback = new Array<boolean>(n);
+  const edgeLabels = new Array<number>(n);
+  const cloudLabels = new Array<number>(n);
+  results.forEach((r, i) => {
+    for (let k = 0; k < width; k += 1) probabilities[i * width + k] = round(r.probabilities[k]!);
+    labels[i] = argmax(r.probabilities);
+    tiers[i] = r.tier;
+    hard[i] = r.hard;
+    fallback[i] = r.fallback;
+    edgeLabels[i] =
+      r.edge === undefined ? -1 : r.edge === r.probabilities ? labels[i] : argmax(r.edge);
+    cloudLabels[i] =
+      r.cloud === undefined ? -1 : r.cloud === r.probabilities ? labels[i] : argmax(r.cloud);
+  });
   return {
     model_name: model.name,
     model_version: model.version,
     ...(batch.id === undefined ? {} : { id: batch.id }),
     outputs: [
-      {
-        name: 'probabilities',
-        datatype: 'FP32',
-        shape: [n, width],
-        data: results.flatMap((r) => round(r.probabilities)),
-      },
-      {
-        name: 'label',
-        datatype: 'INT32',
-        shape: [n],
-        data: results.map((r) => argmax(r.probabilities)),
-      },
-      { name: 'tier', datatype: 'BYTES', shape: [n], data: results.map((r) => r.tier) },
-      { name: 'hard', datatype: 'BOOL', shape: [n], data: results.map((r) => r.hard) },
-      { name: 'fallback', datatype: 'BOOL', shape: [n], data: results.map((r) => r.fallback) },
-      {
-        name: 'edge_label',
-        datatype: 'INT32',
-        shape: [n],
-        data: results.map((r) => label(r.edge)),
-      },
-      {
-        name: 'cloud_label',
-        datatype: 'INT32',
-        shape: [n],
-        data: results.map((r) => label(r.cloud)),
-      },
+      { name: 'probabilities', datatype: 'FP32', shape: [n, width], data: probabilities },
+      { name: 'label', datatype: 'INT32', shape: [n], data: labels },
+      { name: 'tier', datatype: 'BYTES', shape: [n], data: tiers },
+      { name: 'hard', datatype: 'BOOL', shape: [n], data: hard },
+      { name: 'fallback', datatype: 'BOOL', shape: [n], data: fallback },
+      { name: 'edge_label', datatype: 'INT32', shape: [n], data: edgeLabels },
+      { name: 'cloud_label', datatype: 'INT32', shape: [n], data: cloudLabels },
     ],
   };
 }
