@@ -11,6 +11,8 @@ import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { freePort } from '../../shared/local/index.js';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -41,6 +43,53 @@ describe('bin', () => {
     expect(failure?.code).toBe(1);
     expect(failure?.stderr).toMatch(message);
   });
+
+  it.each([
+    ['edge-infer', 'edge', 'edge.onnx'],
+    ['cloud-infer', 'cloud', 'cloud.onnx'],
+  ])(
+    'serves %s from another working directory (the container command, any cwd)',
+    async (target, model, file) => {
+      const port = await freePort();
+      const child = spawn('node', [join(outDir, 'bin', 'serve.js')], {
+        cwd: tmpdir(),
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: {
+          PATH: process.env['PATH'],
+          FUNCTION_TARGET: target,
+          PORT: String(port),
+          MODEL_URL: new URL(`models/${file}`, root).href,
+          MODEL_ROOT: fileURLToPath(new URL('models/', root)),
+          HEM_NAME: 'EdgeOnly',
+          LOG_LEVEL: 'warn',
+        },
+      });
+      try {
+        let answer: Response | undefined;
+        for (let i = 0; i < 100 && answer === undefined; i++) {
+          await sleep(100);
+          answer = await fetch(`http://127.0.0.1:${port}/v2/models/${model}/infer`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify({
+              inputs: [
+                { name: 'input', shape: [1, 784], datatype: 'FP32', data: new Array(784).fill(0) },
+              ],
+            }),
+          }).catch(() => undefined);
+        }
+        expect(answer?.status).toBe(200);
+        const body = (await answer!.json()) as {
+          outputs: Array<{ name: string; shape: number[] }>;
+        };
+        expect(body.outputs[0]).toMatchObject({ name: 'probabilities', shape: [1, 10] });
+      } finally {
+        child.kill('SIGTERM');
+        await once(child, 'exit');
+      }
+    },
+    30_000,
+  );
 
   it('dev-apiserver serves client-node through the kubeconfig it writes, and keeps a snapshot', async () => {
     const config = join(outDir, 'kubeconfig');
