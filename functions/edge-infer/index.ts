@@ -4,6 +4,7 @@ import type { FunctionFactory } from '../../bin/serve.js';
 import {
   WorkerCounters,
   checkJointSettings,
+  createBudget,
   createHardExampleSink,
   createCloudClient,
   createInferencePool,
@@ -14,11 +15,13 @@ import {
   loadServingConfig,
   minerFromConfig,
   startReporter,
+  watchTask,
 } from '../../shared/inference/index.js';
-import type { InferencePool } from '../../shared/inference/index.js';
+import type { InferencePool, JointDeps } from '../../shared/inference/index.js';
+import { requireRedis } from '../../shared/redis/index.js';
 import { ConfigError } from '../../shared/errors/index.js';
 
-const factory: FunctionFactory = async ({ telemetry }) => {
+const factory: FunctionFactory = async ({ config, telemetry }) => {
   const serving = loadServingConfig('edge');
   const edgeConfig = loadEdgeConfig();
   const miner = minerFromConfig(edgeConfig.hem);
@@ -57,26 +60,58 @@ const factory: FunctionFactory = async ({ telemetry }) => {
           counters,
           log: telemetry.log,
         });
+  const redis =
+    config.redis.url === undefined
+      ? undefined
+      : requireRedis(config.redis, 'edge-infer', (fields, message) =>
+          telemetry.log.warn(fields, message),
+        );
+  const service = edgeConfig.service ?? 'local/edge';
+  // Budget mode: the HEM parameter targetOffloadRatio turns it on (CRD or task reload).
+  const budgetFor = (target: number | undefined) =>
+    target === undefined
+      ? undefined
+      : createBudget({ redis, service, target, ...edgeConfig.budget, log: telemetry.log });
+  const joint: JointDeps = {
+    edge: pool,
+    cloud,
+    miner,
+    settings: edgeConfig.joint,
+    counters,
+    observe: metrics.observe,
+    ...(edgeConfig.sink === undefined
+      ? {}
+      : {
+          emitHardExamples: createHardExampleSink({
+            url: edgeConfig.sink,
+            source: '/apis/edgeai.io/functions/edge-infer',
+            width: pool.inputWidth,
+            attempts: 3,
+          }),
+        }),
+  };
+  const initialTarget = Number(edgeConfig.hem.typedParameters['targetOffloadRatio']);
+  joint.budget = budgetFor(Number.isFinite(initialTarget) ? initialTarget : undefined);
+  const watcher =
+    redis === undefined || edgeConfig.node === undefined || edgeConfig.service === undefined
+      ? undefined
+      : watchTask({
+          redis,
+          node: edgeConfig.node,
+          service: edgeConfig.service,
+          target: joint,
+          onBudget(target) {
+            joint.budget?.stop();
+            const next = budgetFor(target);
+            if (next === undefined) delete joint.budget;
+            else joint.budget = next;
+          },
+          pollMs: edgeConfig.taskPollMs,
+          log: telemetry.log,
+        });
   const definition = edgeInferDefinition({
     model: { name: serving.modelName, version: '1' },
-    joint: {
-      edge: pool,
-      cloud,
-      miner,
-      settings: edgeConfig.joint,
-      counters,
-      observe: metrics.observe,
-      ...(edgeConfig.sink === undefined
-        ? {}
-        : {
-            emitHardExamples: createHardExampleSink({
-              url: edgeConfig.sink,
-              source: '/apis/edgeai.io/functions/edge-infer',
-              width: pool.inputWidth,
-              attempts: 3,
-            }),
-          }),
-    },
+    joint,
     maxBatch: serving.maxBatch,
     readiness: [],
     onAnswered: metrics.answered,
@@ -84,7 +119,10 @@ const factory: FunctionFactory = async ({ telemetry }) => {
   return {
     definition,
     async close() {
+      watcher?.stop();
+      joint.budget?.stop();
       await reporter?.stop();
+      redis?.disconnect();
       await pool.close();
     },
   };

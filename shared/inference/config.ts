@@ -55,6 +55,9 @@ const edgeSchema = z.object({
   EDGEAI_NODE: z.string().min(1).max(253).optional(),
   EDGEAI_NODE_TOKEN: z.string().min(1).optional(),
   REPORT_INTERVAL_MS: int(100, 10_000),
+  BUDGET_WINDOW: int(100, 2000),
+  BUDGET_REFRESH_MS: int(50, 1000),
+  TASK_POLL_MS: int(100, 5000),
 });
 
 interface ServingConfig {
@@ -124,6 +127,13 @@ function loadEdgeConfig(env: Env = process.env) {
             halfOpenMs: raw.BREAKER_HALF_OPEN_MS,
           },
     sink: raw.K_SINK,
+    budget: {
+      window: raw.BUDGET_WINDOW,
+      refreshMs: raw.BUDGET_REFRESH_MS,
+    },
+    taskPollMs: raw.TASK_POLL_MS,
+    service: raw.EDGEAI_SERVICE,
+    node: raw.EDGEAI_NODE,
     // Reports need all four; a worker without them (local runs) keeps its counters to itself.
     report:
       raw.UPSTREAM_STATUS_URL === undefined ||

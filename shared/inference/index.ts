@@ -20,3 +20,6 @@ export type { ServedModel } from './definition.js';
 export type { ServingConfig } from './config.js';
 export { createHardExampleSink } from './sink.js';
 export { inferenceMetrics } from './metrics.js';
+export { createBudget, quantile } from './budget.js';
+export type { Budget, BudgetOptions } from './budget.js';
+export { watchTask, minerFromTask } from './task-reload.js';

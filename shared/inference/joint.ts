@@ -7,6 +7,7 @@
  * asynchronous (hard samples leave as hard-example events; the edge answers now).
  */
 import { UnavailableError, ValidationError } from '../errors/index.js';
+import type { Budget } from './budget.js';
 import type { CloudClient } from './cloud-client.js';
 import type { HardExampleMiner } from './hem.js';
 import type { InferencePool } from './pool.js';
@@ -37,6 +38,8 @@ interface JointDeps {
   miner: HardExampleMiner;
   settings: JointSettings;
   counters: WorkerCounters;
+  /** Offload-budget mode: the cut follows a target offload ratio (see budget.ts). */
+  budget?: Budget;
   /** Timings of each model call, for the latency histograms. */
   observe?: { edge(seconds: number): void; cloud(seconds: number, ok: boolean): void };
   /** Async offload: hands hard samples to the event sink (resolves once accepted). */
@@ -100,8 +103,17 @@ async function jointInfer(
   } else {
     edgeOut = await runEdge(deps, input, rows);
     for (let i = 0; i < rows; i += 1) {
-      const probabilities = edgeOut.subarray(i * classes, (i + 1) * classes);
-      if (miner.isHard({ kind: 'classification', probabilities })) hard.push(i);
+      const output = {
+        kind: 'classification' as const,
+        probabilities: edgeOut.subarray(i * classes, (i + 1) * classes),
+      };
+      let isHard: boolean | undefined;
+      if (deps.budget !== undefined) {
+        const hardness = miner.hardness(output);
+        deps.budget.observe(hardness);
+        isHard = deps.budget.isHard(hardness);
+      }
+      if (isHard ?? miner.isHard(output)) hard.push(i);
     }
   }
   const hardSet = new Set(hard);
