@@ -10,13 +10,10 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { outcomes, score, sweep } from '../../shared/inference/calibrate.js';
+import type { Outcomes, Point } from '../../shared/inference/calibrate.js';
 import { createMiner, hemNames } from '../../shared/inference/hem.js';
-import type {
-  EdgeOutput,
-  HardExampleMiner,
-  HemName,
-  HemParameters,
-} from '../../shared/inference/hem.js';
+import type { HemName } from '../../shared/inference/hem.js';
 import { loadOnnxModel } from '../../shared/inference/onnx-runtime.js';
 import { classes, loadMnist } from '../../shared/training/data.js';
 import { writeLinePlot } from '../support/plot.js';
@@ -26,33 +23,6 @@ import { finish, printTable } from '../support/report.js';
 const offloadBudget = 0.25;
 const cloudSlackPoints = 0.5;
 const randomSeeds = [1, 2, 3, 4, 5];
-/** Refinement stops short of float noise: parameters closer than this decide alike. */
-const minParameterStep = 1e-9;
-
-/** What every miner's decision is scored against, computed once per model. */
-interface Outcomes {
-  n: number;
-  edgeOutputs: EdgeOutput[];
-  edgeRight: Uint8Array;
-  cloudRight: Uint8Array;
-  edgeCorrect: number;
-  cloudCorrect: number;
-  /** Edge wrong, cloud right: what offloading can fix. */
-  fixable: number;
-  /** Edge right, cloud wrong: what offloading can break. */
-  breakable: number;
-  bothWrong: number;
-}
-
-interface Point {
-  parameter: number;
-  /** Samples called hard (for Random: the mean over seeds, so not always an integer). */
-  hard: number;
-  /** Correct joint answers (mean over seeds for Random). */
-  correct: number;
-  /** Random only: the lowest and highest correct count over the seeds. */
-  correctRange?: readonly [number, number];
-}
 
 type Plan =
   | { kind: 'sweep'; key: 'threshold' | 'margin' }
@@ -85,12 +55,6 @@ function repoRoot(): URL {
   }
 }
 
-function argmax(row: Float32Array): number {
-  let best = 0;
-  for (let i = 1; i < row.length; i++) if (row[i]! > row[best]!) best = i;
-  return best;
-}
-
 function recordedTestAccuracy(root: URL, model: string): number {
   const card = JSON.parse(readFileSync(new URL(`models/${model}.json`, root), 'utf8')) as {
     accuracy?: { test?: unknown };
@@ -110,106 +74,6 @@ async function predict(root: URL, model: string, x: Float32Array, n: number) {
   } finally {
     await onnx.close();
   }
-}
-
-function outcomes(labels: Uint8Array, edge: Float32Array, cloud: Float32Array): Outcomes {
-  const n = labels.length;
-  const o: Outcomes = {
-    n,
-    edgeOutputs: [],
-    edgeRight: new Uint8Array(n),
-    cloudRight: new Uint8Array(n),
-    edgeCorrect: 0,
-    cloudCorrect: 0,
-    fixable: 0,
-    breakable: 0,
-    bothWrong: 0,
-  };
-  for (let i = 0; i < n; i++) {
-    const edgeRow = edge.subarray(i * classes, (i + 1) * classes);
-    o.edgeOutputs.push({ kind: 'classification', probabilities: edgeRow });
-    const e = argmax(edgeRow) === labels[i];
-    const c = argmax(cloud.subarray(i * classes, (i + 1) * classes)) === labels[i];
-    o.edgeRight[i] = e ? 1 : 0;
-    o.cloudRight[i] = c ? 1 : 0;
-    if (e) o.edgeCorrect++;
-    if (c) o.cloudCorrect++;
-    if (!e && c) o.fixable++;
-    else if (e && !c) o.breakable++;
-    else if (!e && !c) o.bothWrong++;
-  }
-  return o;
-}
-
-function score(miner: HardExampleMiner, o: Outcomes): { hard: number; correct: number } {
-  let hard = 0;
-  let correct = 0;
-  for (let i = 0; i < o.n; i++) {
-    if (miner.isHard(o.edgeOutputs[i]!)) {
-      hard++;
-      correct += o.cloudRight[i]!;
-    } else correct += o.edgeRight[i]!;
-  }
-  return { hard, correct };
-}
-
-/**
- * The shortest decimal strictly between a and b, near their midpoint: bisecting on round numbers
- * keeps the printed parameters readable (0.995, not 0.9950000000000001) and reproducible.
- */
-function between(a: number, b: number): number {
-  const mid = (a + b) / 2;
-  for (let digits = 1; digits <= 15; digits++) {
-    const r = Number(mid.toFixed(digits));
-    if (r > a && r < b) return r;
-  }
-  return mid;
-}
-
-/** Largest jump in offload (as a share of samples) left between neighbouring sweep points. */
-function allowedGap(offload: number): number {
-  // The budgets that matter lie below ~35%; elsewhere a coarse curve is enough.
-  return offload <= 0.35 ? 0.0025 : 0.02;
-}
-
-/**
- * A deterministic miner over 0..1 in steps of 0.02, then bisected wherever neighbouring points
- * differ by more than allowedGap in offload: the confidences of a trained model crowd near 1, so
- * a uniform grid would leave the low-offload end of the curve almost empty.
- */
-function sweep(name: HemName, key: 'threshold' | 'margin', o: Outcomes): Point[] {
-  const at = (parameter: number): Point => {
-    const parameters: HemParameters = { [key]: parameter };
-    return { parameter, ...score(createMiner(name, parameters), o) };
-  };
-  let points = Array.from({ length: 51 }, (_, i) => at(i / 50));
-  for (let refined = true; refined;) {
-    refined = false;
-    const next: Point[] = [points[0]!];
-    for (let i = 1; i < points.length; i++) {
-      const a = points[i - 1]!;
-      const b = points[i]!;
-      const gap = Math.abs(b.hard - a.hard) / o.n;
-      if (gap > allowedGap(Math.min(a.hard, b.hard) / o.n)) {
-        if (b.parameter - a.parameter > minParameterStep) {
-          next.push(at(between(a.parameter, b.parameter)));
-          refined = true;
-        }
-      }
-      next.push(b);
-    }
-    points = next;
-  }
-  // Decisions are nested in the parameter (a step function of hardness), so equal counts mean
-  // the same samples offloaded: keep one point per count, with the roundest parameter.
-  const byCount = new Map<number, Point>();
-  for (const p of points) {
-    const kept = byCount.get(p.hard);
-    if (kept === undefined || String(p.parameter).length < String(kept.parameter).length) {
-      byCount.set(p.hard, p);
-    }
-  }
-  return [...byCount.values()].sort((a, b) => a.hard - b.hard);
 }
 
 /**
@@ -296,7 +160,7 @@ export async function main(): Promise<void> {
   const n = test.n;
   const edge = await predict(root, 'edge', test.x, n);
   const cloud = await predict(root, 'cloud', test.x, n);
-  const o = outcomes(test.y, edge, cloud);
+  const o = outcomes(test.y, edge, cloud, classes);
   const { edgeCorrect, cloudCorrect } = o;
 
   process.stdout.write(
