@@ -114,7 +114,8 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
     options.onRun?.(rows);
     slot.busy = true;
     slot.batch = batch;
-    slot.worker.postMessage({ input, rows });
+    // A combined batch is ours alone: hand its memory over instead of copying it again.
+    slot.worker.postMessage({ input, rows }, batch.length > 1 ? [input.buffer as ArrayBuffer] : []);
   }
 
   function dispatch(): void {
