@@ -63,9 +63,10 @@ function requests() {
         },
       ],
     });
-  const binaryBody = (rows: number) => {
+  const binaryBody = (rows: number, outputs?: string[]) => {
     const header = Buffer.from(
       JSON.stringify({
+        ...(outputs === undefined ? {} : { outputs: outputs.map((name) => ({ name })) }),
         inputs: [
           {
             name: 'input',
@@ -82,9 +83,18 @@ function requests() {
   };
   const json = { 'content-type': 'application/json' };
   const b64 = binaryBody(64);
+  const labels64 = binaryBody(64, ['label', 'tier']);
   return {
     one: { method: 'POST' as const, headers: json, body: jsonBody(1) },
     json64: { method: 'POST' as const, headers: json, body: jsonBody(64) },
+    labels64: {
+      method: 'POST' as const,
+      headers: {
+        'content-type': 'application/octet-stream',
+        'inference-header-content-length': String(labels64.header.length),
+      },
+      body: labels64.body,
+    },
     binary64: {
       method: 'POST' as const,
       headers: {
@@ -149,6 +159,7 @@ export async function main(): Promise<void> {
     one: [] as Figures[],
     json64: [] as Figures[],
     binary64: [] as Figures[],
+    labels64: [] as Figures[],
   };
   let idle: Figures;
   let mixed: Figures;
@@ -165,6 +176,7 @@ export async function main(): Promise<void> {
       for (const run of pair) await run();
       samples.binary64.push(await load(infer, req.binary64, seconds));
       samples.json64.push(await load(infer, req.json64, seconds));
+      samples.labels64.push(await load(infer, req.labels64, seconds));
     }
     // Small requests at low concurrency, alone and beside a stream of large batches.
     idle = await load(infer, req.one, seconds * 2, 4);
@@ -181,6 +193,7 @@ export async function main(): Promise<void> {
   const one = summary(samples.one);
   const b64 = summary(samples.binary64);
   const j64 = summary(samples.json64);
+  const l64 = summary(samples.labels64);
   const ratios = samples.one.map((s, i) => s.rps / samples.hello[i]!.rps);
   printTable(
     'HTTP, medians of the rounds',
@@ -201,6 +214,13 @@ export async function main(): Promise<void> {
         Math.round(j64.rps * 64),
         j64.p50,
         j64.p99,
+      ],
+      [
+        'edge-infer batch 64 (OIP binary, outputs label+tier)',
+        Math.round(l64.rps),
+        Math.round(l64.rps * 64),
+        l64.p50,
+        l64.p99,
       ],
     ],
   );
@@ -236,6 +256,7 @@ export async function main(): Promise<void> {
       batch1_ratio: Number(ratio.toFixed(3)),
       batch64_binary_samples_per_s: samplesPerSecond,
       batch64_json_samples_per_s: Math.round(j64.rps * 64),
+      batch64_binary_labels_samples_per_s: Math.round(l64.rps * 64),
       small_p99_idle_ms: idle.p99,
       small_p99_mixed_ms: mixed.p99,
       small_p99_ratio: Number(p99Ratio.toFixed(2)),

@@ -16,7 +16,20 @@ interface Batch {
   /** The request's id (OIP), echoed in the answer. */
   id: string | undefined;
   form: 'v2' | 'instances';
+  /** OIP: the outputs the caller asked for (all when it named none). */
+  outputs?: ReadonlySet<string>;
 }
+
+/** The outputs an OIP answer can carry, in the order they are written. */
+const outputNames = [
+  'probabilities',
+  'label',
+  'tier',
+  'hard',
+  'fallback',
+  'edge_label',
+  'cloud_label',
+] as const;
 
 const tensorSchema = z.object({
   name: z.string().min(1).max(64),
@@ -151,6 +164,14 @@ function parseInferRequest(
   }
   const request = parseInput(v2Request, body, 'body');
   const only = request.inputs[0]!;
+  const wanted = request.outputs?.map((o) => o.name);
+  const unknown = wanted?.find((name) => !(outputNames as readonly string[]).includes(name));
+  if (unknown !== undefined) {
+    throw new ValidationError(
+      `body.outputs: ${unknown} is not an output of this model (${outputNames.join(', ')})`,
+    );
+  }
+  const outputs = wanted === undefined || wanted.length === 0 ? undefined : new Set(wanted);
   if (!floatTypes.has(only.datatype)) {
     throw new ValidationError(
       `body.inputs[0].datatype: ${only.datatype} is not accepted; send FP32 (or FP64, FP16)`,
@@ -159,7 +180,13 @@ function parseInferRequest(
   const rows = batchRows(only.shape, width, 'body.inputs[0].shape');
   checkRows(rows, maxBatch, 'body.inputs[0].shape');
   if (binary !== undefined) {
-    return { input: binaryTensor(only, binary, rows, width), rows, id: request.id, form: 'v2' };
+    return {
+      input: binaryTensor(only, binary, rows, width),
+      rows,
+      id: request.id,
+      form: 'v2',
+      ...(outputs === undefined ? {} : { outputs }),
+    };
   }
   const input = new Float32Array(rows * width);
   const end = fill(only.data, input, 0, 'body.inputs[0].data');
@@ -168,7 +195,7 @@ function parseInferRequest(
       `body.inputs[0].data: expected ${input.length} numbers for shape ${JSON.stringify(only.shape)}, got ${end}`,
     );
   }
-  return { input, rows, id: request.id, form: 'v2' };
+  return { input, rows, id: request.id, form: 'v2', ...(outputs === undefined ? {} : { outputs }) };
 }
 
 /** What one sample's answer says: the final class and who gave it. */
@@ -193,7 +220,7 @@ const roundAll = (p: ArrayLike<number>) => Array.from(p, round);
 
 /** The answer in the request's form. */
 function formatInferResponse(
-  batch: Pick<Batch, 'id' | 'form'>,
+  batch: Pick<Batch, 'id' | 'form' | 'outputs'>,
   model: { name: string; version: string },
   results: readonly SampleResult[],
 ): unknown {
@@ -216,8 +243,10 @@ function formatInferResponse(
   }
   const n = results.length;
   const width = results[0]?.probabilities.length ?? 0;
-  // One pass: this runs for every sample of every batch.
-  const probabilities = new Array<number>(n * width);
+  // One pass: this runs for every sample of every batch. Probabilities, the costly output,
+  // only when asked for.
+  const withProbabilities = batch.outputs?.has('probabilities') ?? true;
+  const probabilities = new Array<number>(withProbabilities ? n * width : 0);
   const labels = new Array<number>(n);
   const tiers = new Array<string>(n);
   const hard = new Array<boolean>(n);
@@ -225,7 +254,9 @@ function formatInferResponse(
   const edgeLabels = new Array<number>(n);
   const cloudLabels = new Array<number>(n);
   results.forEach((r, i) => {
-    for (let k = 0; k < width; k += 1) probabilities[i * width + k] = round(r.probabilities[k]!);
+    if (withProbabilities) {
+      for (let k = 0; k < width; k += 1) probabilities[i * width + k] = round(r.probabilities[k]!);
+    }
     labels[i] = argmax(r.probabilities);
     tiers[i] = r.tier;
     hard[i] = r.hard;
@@ -247,7 +278,7 @@ function formatInferResponse(
       { name: 'fallback', datatype: 'BOOL', shape: [n], data: fallback },
       { name: 'edge_label', datatype: 'INT32', shape: [n], data: edgeLabels },
       { name: 'cloud_label', datatype: 'INT32', shape: [n], data: cloudLabels },
-    ],
+    ].filter((output) => batch.outputs?.has(output.name) ?? true),
   };
 }
 
@@ -267,5 +298,5 @@ function modelMetadata(model: {
   };
 }
 
-export { parseInferRequest, formatInferResponse, modelMetadata, argmax };
+export { parseInferRequest, formatInferResponse, modelMetadata, argmax, outputNames };
 export type { Batch, SampleResult };

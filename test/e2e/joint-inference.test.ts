@@ -319,6 +319,26 @@ describe('joint inference end to end', () => {
     );
   });
 
+  it('returns only the outputs a request names, and refuses an unknown one', async () => {
+    const ask = (outputs: unknown) =>
+      fetch(`${edge.url}/v2/models/edge/infer`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          ...tensor([1, 784], Array.from(test.x.subarray(0, pixels))),
+          outputs,
+        }),
+      });
+    const labelOnly = (await (await ask([{ name: 'label' }])).json()) as Outputs;
+    expect(labelOnly.outputs.map((o) => o.name)).toEqual(['label']);
+    expect(labelOnly.outputs[0]!.data).toEqual([test.y[0]]);
+    const unknown = await ask([{ name: 'logits' }]);
+    expect(unknown.status).toBe(400);
+    expect(((await unknown.json()) as { error: { message: string } }).error.message).toMatch(
+      /body\.outputs: logits is not an output of this model/,
+    );
+  });
+
   it('refuses an oversize body with 413 and keeps serving', async () => {
     const answer = await fetch(`${edge.url}/predict`, {
       method: 'POST',
