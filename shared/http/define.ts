@@ -85,6 +85,18 @@ function onEvent<S extends z.ZodType>(spec: {
   };
 }
 
+/** The parts every route shares: its path split once, and its path parameters checked. */
+function routeBase<P extends z.ZodType>(spec: { method: HttpMethod; path: string; params?: P }) {
+  if (!spec.path.startsWith('/')) throw new Error(`route path must start with "/": ${spec.path}`);
+  return {
+    method: spec.method,
+    path: spec.path,
+    segments: spec.path.split('/').slice(1),
+    params: (raw: Record<string, string>) =>
+      (spec.params === undefined ? raw : parseInput(spec.params, raw, 'path')) as z.output<P>,
+  };
+}
+
 /**
  * Binds `METHOD /path/:param` to a handler. `params` and `body` schemas validate the path
  * segments and the JSON body; a route without `body` takes none.
@@ -96,18 +108,14 @@ function onRequest<P extends z.ZodType, B extends z.ZodType>(spec: {
   body?: B;
   handle(input: { params: z.output<P>; body: z.output<B> }, ctx: RequestContext): Promise<Answer>;
 }): HttpRoute {
-  if (!spec.path.startsWith('/')) throw new Error(`route path must start with "/": ${spec.path}`);
+  const { params, ...route } = routeBase(spec);
   return {
-    method: spec.method,
-    path: spec.path,
-    segments: spec.path.split('/').slice(1),
+    ...route,
     raw: false,
     run: (request, ctx) =>
       spec.handle(
         {
-          params: (spec.params === undefined
-            ? request.params
-            : parseInput(spec.params, request.params, 'path')) as z.output<P>,
+          params: params(request.params),
           body: (spec.body === undefined
             ? undefined
             : parseInput(spec.body, request.body, 'body')) as z.output<B>,
@@ -127,22 +135,12 @@ function onRawRequest<P extends z.ZodType>(spec: {
   params?: P;
   handle(input: { params: z.output<P>; body: RawBody }, ctx: RequestContext): Promise<Answer>;
 }): HttpRoute {
-  if (!spec.path.startsWith('/')) throw new Error(`route path must start with "/": ${spec.path}`);
+  const { params, ...route } = routeBase(spec);
   return {
-    method: spec.method,
-    path: spec.path,
-    segments: spec.path.split('/').slice(1),
+    ...route,
     raw: true,
     run: (request, ctx) =>
-      spec.handle(
-        {
-          params: (spec.params === undefined
-            ? request.params
-            : parseInput(spec.params, request.params, 'path')) as z.output<P>,
-          body: request.body as RawBody,
-        },
-        ctx,
-      ),
+      spec.handle({ params: params(request.params), body: request.body as RawBody }, ctx),
   };
 }
 

@@ -10,6 +10,8 @@
  * what `isHard` would have decided, and a budget can rank inputs by the same number.
  */
 import { ValidationError } from '../errors/index.js';
+// mulberry32, the generator the trainer seeds with too.
+import { seededRandom } from '../training/random.js';
 
 const hemNames = [
   'IBT',
@@ -295,21 +297,9 @@ function ibtMiner(thresholdImg: number, thresholdBox: number): HardExampleMiner 
   return { name: 'IBT', hardness, isHard: (output) => hardness(output) >= cut - TIE_TOLERANCE };
 }
 
-/** mulberry32: tiny, fast, good enough for sampling, and reproducible from a 32-bit seed. */
-function mulberry32(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function randomMiner(ratio: number, seed: number): HardExampleMiner {
   // Per instance, so two miners (or two tests) never perturb each other's sequence.
-  const next = mulberry32(seed);
+  const next = seededRandom(seed);
   return {
     name: 'Random',
     isHard(output) {

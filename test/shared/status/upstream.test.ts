@@ -14,6 +14,7 @@ import {
   upstreamStatusDefinition,
 } from '../../../shared/status/index.js';
 import type { ReportCounters } from '../../../shared/status/index.js';
+import { seededRandom } from '../../../shared/training/random.js';
 import { startApiServer } from '../../support/apiserver.js';
 import { helmetDetectionSample } from '../../support/samples.js';
 import type { TestApiServer } from '../../support/apiserver.js';
@@ -27,17 +28,6 @@ const name = 'helmet-detection-demo';
 const statusPath = `/${ns}/jointinferenceservices/${name}/status`;
 const tokens = { edge0: 'edge0-token-0123456789', edge1: 'edge1-token-9876543210' };
 const sample = helmetDetectionSample();
-
-/** Deterministic pseudo-random numbers (mulberry32), so a failure can be replayed. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Fails every `every`-th status write with a 409 before it reaches the API server. */
 function conflicting(kube: Kube, every: number): Kube & { forced: () => number } {
@@ -123,7 +113,8 @@ describe('upstream-status', () => {
   });
 
   it('50 concurrent reporters x 40 reports, 25% duplicates, forced 409s: counters exact', async () => {
-    const rng = random(20261122);
+    // Seeded, so a failure can be replayed.
+    const rng = seededRandom(20261122);
     const expected = { uploaded: 0, inferenceNumber: 0, hardExampleNumber: 0 };
     let unique = 0;
     let applied = 0;
