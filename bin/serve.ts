@@ -3,7 +3,6 @@
  * functions-framework conventions), and drains in-flight requests on SIGTERM, which Knative
  * sends before it removes a pod.
  */
-import { existsSync, readdirSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { loadConfig } from '../shared/config/index.js';
 import type { RuntimeConfig } from '../shared/config/index.js';
@@ -21,36 +20,40 @@ export type FunctionFactory = (runtime: {
   close(): Promise<void>;
 }>;
 
-const functionsDir = new URL('../functions/', import.meta.url);
+/**
+ * Every function, each loaded only when it is the target: a container pays the start-up cost of
+ * its own function's modules alone. Imports by literal path, so a bundler can follow them.
+ */
+const functions: Readonly<Record<string, () => Promise<{ default: FunctionFactory }>>> = {
+  'cloud-infer': () => import('../functions/cloud-infer/index.js'),
+  'downstream-sync': () => import('../functions/downstream-sync/index.js'),
+  'edge-infer': () => import('../functions/edge-infer/index.js'),
+  'reconcile-tick': () => import('../functions/reconcile-tick/index.js'),
+  'upstream-status': () => import('../functions/upstream-status/index.js'),
+};
 const drainMs = 20_000;
-
-function available(): string[] {
-  if (!existsSync(functionsDir)) return [];
-  return readdirSync(functionsDir, { withFileTypes: true })
-    .filter((entry) => entry.isDirectory())
-    .map((entry) => entry.name);
-}
 
 async function main(): Promise<void> {
   const config = loadConfig();
   const target = config.functionTarget;
-  const names = available();
-  if (target === undefined || !names.includes(target)) {
+  const load = target === undefined ? undefined : functions[target];
+  if (target === undefined || load === undefined || !Object.hasOwn(functions, target)) {
     throw new Error(
-      `FUNCTION_TARGET must name one of: ${names.join(', ') || '(no functions built)'}; got ${target ?? 'nothing'}`,
+      `FUNCTION_TARGET must name one of: ${Object.keys(functions).join(', ')}; got ${target ?? 'nothing'}`,
     );
   }
   const telemetry = createTelemetry({ functionName: target, level: config.logLevel });
-  const module = (await import(new URL(`${target}/index.js`, functionsDir).href)) as {
-    default: FunctionFactory;
-  };
-  const instance = await module.default({ config, telemetry });
+  const instance = await (await load()).default({ config, telemetry });
   const server: Server = buildServer(instance.definition, {
     telemetry,
     bodyLimitBytes: config.bodyLimitBytes,
     readinessTimeoutMs: config.readinessTimeoutMs,
   });
-  server.listen(config.port, () => telemetry.log.info({ port: config.port }, 'serving'));
+  server.listen(config.port, () => {
+    const address = server.address();
+    const port = typeof address === 'object' && address !== null ? address.port : config.port;
+    telemetry.log.info({ port }, 'serving');
+  });
 
   const stop = (signal: string) => {
     telemetry.log.info({ signal }, 'draining');

@@ -1,14 +1,20 @@
 /**
- * bench/edge-infer: the edge worker over HTTP, next to a bare functions-framework hello measured
- * in the same run (rounds interleaved, medians). Batch 1 as OIP JSON; batch 64 as OIP with the
- * binary tensor extension (and as JSON, for comparison); small requests' p99 idle and while
- * large batches run; process start to first prediction. Targets: batch-1 requests/s >= 0.8x
- * hello; batch 64 >= 100,000 samples/s; small p99 under large load <= 2x idle; start <= 500 ms.
+ * bench/edge-infer: the edge worker over HTTP, run as the container runs it (the esbuild bundle,
+ * `node dist/bundle/serve.mjs`), next to a bare functions-framework hello measured in the same
+ * run (rounds interleaved, medians). Batch 1 as OIP JSON; batch 64 with the OIP binary tensor
+ * extension both ways (and binary in / JSON out, and all JSON, for comparison); small requests'
+ * p99 alone and while large batches run; process start to first prediction, for the bundle and
+ * for the plain tsc build. Targets: batch-1 requests/s >= 0.8x hello; batch 64 >= 100,000
+ * samples/s; small p99 under large load <= 2x alone; start <= 500 ms.
  */
-import { fork } from 'node:child_process';
+import { fork, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { freePort } from '../../shared/local/index.js';
 import { loadMnist, pixels } from '../../shared/training/data.js';
 import { finish, median, printTable } from '../support/report.js';
 
@@ -16,6 +22,10 @@ const rounds = Number(process.env['BENCH_ROUNDS'] ?? 4);
 const seconds = Number(process.env['BENCH_SECONDS'] ?? 3);
 const connections = 32;
 const root = new URL('../../../', import.meta.url);
+const entries = {
+  bundle: fileURLToPath(new URL('dist/bundle/serve.mjs', root)),
+  tsc: fileURLToPath(new URL('dist/bin/serve.js', root)),
+};
 
 interface Figures {
   rps: number;
@@ -23,37 +33,73 @@ interface Figures {
   p99: number;
 }
 
-function edgeEnv(): NodeJS.ProcessEnv {
+interface Request {
+  method: 'POST';
+  headers: Record<string, string>;
+  body: string | Buffer;
+}
+
+function edgeEnv(port: number): NodeJS.ProcessEnv {
   return {
     ...process.env,
+    FUNCTION_TARGET: 'edge-infer',
+    PORT: String(port),
     MODEL_URL: new URL('models/edge.onnx', root).href,
-    MODEL_ROOT: new URL('models/', root).pathname,
+    MODEL_ROOT: fileURLToPath(new URL('models/', root)),
     HEM_NAME: 'EdgeOnly',
     MAX_BATCH: '256',
     BODY_LIMIT_BYTES: String(4 << 20),
+    // Logging stays on (info, one line per request), as in production.
     LOG_LEVEL: 'info',
   };
 }
 
-async function startChild(mode: 'hello' | 'edge') {
-  const child = fork(new URL('./server.js', import.meta.url), [mode], {
+async function stopChild(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  child.kill('SIGINT');
+  await once(child, 'exit');
+}
+
+/** The hello server, in a child process like the edge worker. */
+async function startHello() {
+  const child = fork(new URL('./server.js', import.meta.url), [], {
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-    env: mode === 'edge' ? edgeEnv() : process.env,
   });
   const [message] = (await once(child, 'message')) as [{ port: number }];
-  return {
-    base: `http://127.0.0.1:${message.port}`,
-    async stop() {
-      child.kill();
-      await once(child, 'exit');
-    },
-  };
+  return { base: `http://127.0.0.1:${message.port}`, stop: () => stopChild(child) };
+}
+
+/**
+ * The edge worker from `entry`, polled every 5 ms with `request` until it answers: the time
+ * from spawn to that answer is the start-up figure.
+ */
+async function startEdge(entry: string, request: Request) {
+  const port = await freePort();
+  const started = performance.now();
+  const child = spawn(process.execPath, [entry], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: edgeEnv(port),
+  });
+  const base = `http://127.0.0.1:${port}`;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`${entry} exited with ${child.exitCode}`);
+    const answer = await fetch(`${base}/v2/models/edge/infer`, request).catch(() => undefined);
+    if (answer !== undefined) {
+      await answer.arrayBuffer();
+      if (answer.status !== 200) throw new Error(`first prediction answered ${answer.status}`);
+      return { base, startMs: performance.now() - started, stop: () => stopChild(child) };
+    }
+    await sleep(5);
+  }
 }
 
 function requests() {
   const { test } = loadMnist();
-  const jsonBody = (rows: number) =>
-    JSON.stringify({
+  const json = { 'content-type': 'application/json' };
+  const jsonRequest = (rows: number): Request => ({
+    method: 'POST',
+    headers: json,
+    body: JSON.stringify({
       inputs: [
         {
           name: 'input',
@@ -62,11 +108,12 @@ function requests() {
           data: Array.from(test.x.subarray(0, rows * pixels)),
         },
       ],
-    });
-  const binaryBody = (rows: number, outputs?: string[]) => {
+    }),
+  });
+  const binaryRequest = (rows: number, binaryOutput: boolean): Request => {
     const header = Buffer.from(
       JSON.stringify({
-        ...(outputs === undefined ? {} : { outputs: outputs.map((name) => ({ name })) }),
+        ...(binaryOutput ? { parameters: { binary_data_output: true } } : {}),
         inputs: [
           {
             name: 'input',
@@ -79,37 +126,21 @@ function requests() {
       }),
     );
     const data = test.x.slice(0, rows * pixels);
-    return { header, body: Buffer.concat([header, Buffer.from(data.buffer)]) };
+    return {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/octet-stream',
+        'inference-header-content-length': String(header.length),
+      },
+      body: Buffer.concat([header, Buffer.from(data.buffer)]),
+    };
   };
-  const json = { 'content-type': 'application/json' };
-  const b64 = binaryBody(64);
-  const labels64 = binaryBody(64, ['label', 'tier']);
   return {
-    one: { method: 'POST' as const, headers: json, body: jsonBody(1) },
-    json64: { method: 'POST' as const, headers: json, body: jsonBody(64) },
-    labels64: {
-      method: 'POST' as const,
-      headers: {
-        'content-type': 'application/octet-stream',
-        'inference-header-content-length': String(labels64.header.length),
-      },
-      body: labels64.body,
-    },
-    binary64: {
-      method: 'POST' as const,
-      headers: {
-        'content-type': 'application/octet-stream',
-        'inference-header-content-length': String(b64.header.length),
-      },
-      body: b64.body,
-    },
+    one: jsonRequest(1),
+    json64: jsonRequest(64),
+    binary64: binaryRequest(64, true),
+    binaryIn64: binaryRequest(64, false),
   };
-}
-
-interface Request {
-  method: 'POST';
-  headers: Record<string, string>;
-  body: string | Buffer;
 }
 
 async function load(
@@ -131,17 +162,15 @@ const summary = (list: Figures[]): Figures => ({
   p99: median(list.map((s) => s.p99)),
 });
 
-/** Fork to first prediction, a few times (the model loads and a worker thread starts each time). */
-async function startup(request: Request, times: number): Promise<number[]> {
-  const out: number[] = [];
+/** Spawn to first prediction, alternating the two builds (the model loads each time). */
+async function startups(request: Request, times: number) {
+  const out = { bundle: [] as number[], tsc: [] as number[] };
   for (let i = 0; i < times; i += 1) {
-    const started = performance.now();
-    const child = await startChild('edge');
-    const answer = await fetch(`${child.base}/v2/models/edge/infer`, request);
-    if (answer.status !== 200) throw new Error(`first prediction answered ${answer.status}`);
-    await answer.arrayBuffer();
-    out.push(performance.now() - started);
-    await child.stop();
+    for (const build of ['bundle', 'tsc'] as const) {
+      const edge = await startEdge(entries[build], request);
+      out[build].push(edge.startMs);
+      await edge.stop();
+    }
   }
   return out;
 }
@@ -151,17 +180,17 @@ export async function main(): Promise<void> {
   process.stdout.write(
     `bench/edge-infer: ${rounds} interleaved rounds of ${seconds}s, ${connections} connections\n`,
   );
-  const hello = await startChild('hello');
-  const edge = await startChild('edge');
+  const hello = await startHello();
+  const edge = await startEdge(entries.bundle, req.one);
   const infer = `${edge.base}/v2/models/edge/infer`;
   const samples = {
     hello: [] as Figures[],
     one: [] as Figures[],
     json64: [] as Figures[],
     binary64: [] as Figures[],
-    labels64: [] as Figures[],
+    binaryIn64: [] as Figures[],
   };
-  let idle: Figures;
+  let alone: Figures;
   let mixed: Figures;
   try {
     await load(`${hello.base}/`, req.one, 4);
@@ -175,11 +204,11 @@ export async function main(): Promise<void> {
       if (round % 2 === 1) pair.reverse();
       for (const run of pair) await run();
       samples.binary64.push(await load(infer, req.binary64, seconds));
+      samples.binaryIn64.push(await load(infer, req.binaryIn64, seconds));
       samples.json64.push(await load(infer, req.json64, seconds));
-      samples.labels64.push(await load(infer, req.labels64, seconds));
     }
     // Small requests at low concurrency, alone and beside a stream of large batches.
-    idle = await load(infer, req.one, seconds * 2, 4);
+    alone = await load(infer, req.one, seconds * 2, 4);
     const [small] = await Promise.all([
       load(infer, req.one, seconds * 2, 4),
       load(infer, req.binary64, seconds * 2, 8),
@@ -188,12 +217,19 @@ export async function main(): Promise<void> {
   } finally {
     await Promise.all([hello.stop(), edge.stop()]);
   }
-  const starts = await startup(req.one, 3);
+  const starts = await startups(req.one, 3);
   const h = summary(samples.hello);
   const one = summary(samples.one);
+  const rows64 = (label: string, f: Figures) => [
+    label,
+    Math.round(f.rps),
+    Math.round(f.rps * 64),
+    f.p50,
+    f.p99,
+  ];
   const b64 = summary(samples.binary64);
+  const bi64 = summary(samples.binaryIn64);
   const j64 = summary(samples.json64);
-  const l64 = summary(samples.labels64);
   const ratios = samples.one.map((s, i) => s.rps / samples.hello[i]!.rps);
   printTable(
     'HTTP, medians of the rounds',
@@ -201,34 +237,16 @@ export async function main(): Promise<void> {
     [
       ['hello (functions-framework), same body as batch 1', Math.round(h.rps), '', h.p50, h.p99],
       ['edge-infer batch 1 (OIP JSON)', Math.round(one.rps), Math.round(one.rps), one.p50, one.p99],
-      [
-        'edge-infer batch 64 (OIP binary)',
-        Math.round(b64.rps),
-        Math.round(b64.rps * 64),
-        b64.p50,
-        b64.p99,
-      ],
-      [
-        'edge-infer batch 64 (OIP JSON)',
-        Math.round(j64.rps),
-        Math.round(j64.rps * 64),
-        j64.p50,
-        j64.p99,
-      ],
-      [
-        'edge-infer batch 64 (OIP binary, outputs label+tier)',
-        Math.round(l64.rps),
-        Math.round(l64.rps * 64),
-        l64.p50,
-        l64.p99,
-      ],
+      rows64('edge-infer batch 64 (OIP binary in and out)', b64),
+      rows64('edge-infer batch 64 (OIP binary in, JSON out)', bi64),
+      rows64('edge-infer batch 64 (OIP JSON)', j64),
     ],
   );
   printTable(
     'small requests (batch 1, 4 connections)',
     ['condition', 'requests/s', 'p50 ms', 'p99 ms'],
     [
-      ['alone', Math.round(idle.rps), idle.p50, idle.p99],
+      ['alone', Math.round(alone.rps), alone.p50, alone.p99],
       [
         'beside batch-64 binary requests (8 connections)',
         Math.round(mixed.rps),
@@ -238,14 +256,14 @@ export async function main(): Promise<void> {
     ],
   );
   printTable(
-    'process start to first prediction',
-    ['run', 'ms'],
-    starts.map((ms, i) => [i + 1, Math.round(ms)]),
+    'process start to first prediction (ms)',
+    ['run', 'bundle (the image: node dist/bundle/serve.mjs)', 'tsc build (node dist/bin/serve.js)'],
+    starts.bundle.map((ms, i) => [i + 1, Math.round(ms), Math.round(starts.tsc[i]!)]),
   );
   const ratio = median(ratios);
   const samplesPerSecond = Math.round(b64.rps * 64);
-  const p99Ratio = mixed.p99 / Math.max(idle.p99, 1);
-  const startMs = Math.round(median(starts));
+  const p99Ratio = mixed.p99 / Math.max(alone.p99, 1);
+  const startMs = Math.round(median(starts.bundle));
   finish(
     'edge-infer',
     {
@@ -255,12 +273,13 @@ export async function main(): Promise<void> {
       batch1_p99_ms: one.p99,
       batch1_ratio: Number(ratio.toFixed(3)),
       batch64_binary_samples_per_s: samplesPerSecond,
+      batch64_binary_in_json_out_samples_per_s: Math.round(bi64.rps * 64),
       batch64_json_samples_per_s: Math.round(j64.rps * 64),
-      batch64_binary_labels_samples_per_s: Math.round(l64.rps * 64),
-      small_p99_idle_ms: idle.p99,
+      small_p99_alone_ms: alone.p99,
       small_p99_mixed_ms: mixed.p99,
       small_p99_ratio: Number(p99Ratio.toFixed(2)),
       start_to_first_prediction_ms: startMs,
+      start_to_first_prediction_tsc_build_ms: Math.round(median(starts.tsc)),
     },
     {
       batch1_ratio: { value: Number(ratio.toFixed(3)), op: '>=', target: 0.8 },

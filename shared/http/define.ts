@@ -16,7 +16,15 @@ type Answer =
   /** 202: accepted, nothing to reply. */
   | { kind: 'accepted' }
   /** A plain HTTP answer with a JSON body (HTTP routes). */
-  | { kind: 'json'; status?: number; body: unknown; headers?: Readonly<Record<string, string>> };
+  | { kind: 'json'; status?: number; body: unknown; headers?: Readonly<Record<string, string>> }
+  /** A plain HTTP answer with a binary body (e.g. OIP's binary tensor extension). */
+  | {
+      kind: 'bytes';
+      status?: number;
+      contentType: string;
+      body: Uint8Array;
+      headers?: Readonly<Record<string, string>>;
+    };
 
 /** Per-request facts a handler may use: its log line's logger and the trace to propagate. */
 interface RequestContext {
@@ -65,7 +73,18 @@ interface FunctionDefinition {
   readonly events: readonly EventRoute[];
   readonly routes: readonly HttpRoute[];
   readonly readiness: readonly ReadinessCheck[];
+  readonly alignBodyAt?: AlignBodyAt;
 }
+
+/**
+ * For requests whose body carries binary numbers at a known offset (OIP's binary tensor
+ * extension): the offset, from the request's headers. Such a body is read with that offset
+ * 8-byte aligned, so the numbers are used in place as a typed array instead of being copied
+ * into one. `undefined`: an ordinary body.
+ */
+type AlignBodyAt = (
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+) => number | undefined;
 
 const httpMethods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 type HttpMethod = (typeof httpMethods)[number];
@@ -151,6 +170,7 @@ function defineFunction(definition: {
   events?: readonly EventRoute[];
   routes?: readonly HttpRoute[];
   readiness?: readonly ReadinessCheck[];
+  alignBodyAt?: AlignBodyAt;
 }): FunctionDefinition {
   const events = definition.events ?? [];
   const consumed = new Set<string>();
@@ -177,6 +197,7 @@ function defineFunction(definition: {
     events,
     routes,
     readiness: definition.readiness ?? [],
+    ...(definition.alignBodyAt === undefined ? {} : { alignBodyAt: definition.alignBodyAt }),
   });
 }
 
@@ -190,4 +211,5 @@ export type {
   RawBody,
   ReadinessCheck,
   RequestContext,
+  AlignBodyAt,
 };

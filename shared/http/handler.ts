@@ -237,7 +237,7 @@ function createHandler(definition: FunctionDefinition, options: HandlerOptions) 
     res: ServerResponse,
     status: number,
     headers: Record<string, string>,
-    body: string | undefined,
+    body: string | Uint8Array | undefined,
   ): number {
     res.writeHead(status, headers);
     res.end(body);
@@ -265,6 +265,13 @@ function createHandler(definition: FunctionDefinition, options: HandlerOptions) 
         headers['traceparent'] = traceparent;
         return send(res, 200, headers, body);
       }
+      case 'bytes':
+        return send(
+          res,
+          written.status ?? 200,
+          { ...written.headers, traceparent, 'content-type': written.contentType },
+          written.body,
+        );
       case 'accepted':
         return send(res, 202, { traceparent }, undefined);
       case 'json':

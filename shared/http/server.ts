@@ -63,12 +63,23 @@ function buildServer(definition: FunctionDefinition, options: ServerOptions): Se
     } catch (err) {
       return refuse(err);
     }
-    readBody(req, options.bodyLimitBytes, (err, body) => {
-      if (err !== undefined) return refuse(err);
-      req.rawBody = body;
-      if (frameworkIgnored.has(path)) handler.handle(req, res);
-      else app(req, res);
-    });
+    let alignAt: number | undefined;
+    try {
+      alignAt = definition.alignBodyAt?.(req.headers);
+    } catch (err) {
+      return refuse(err);
+    }
+    readBody(
+      req,
+      options.bodyLimitBytes,
+      (err, body) => {
+        if (err !== undefined) return refuse(err);
+        req.rawBody = body;
+        if (frameworkIgnored.has(path)) handler.handle(req, res);
+        else app(req, res);
+      },
+      alignAt,
+    );
   });
   return server;
 }

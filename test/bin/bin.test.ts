@@ -1,11 +1,12 @@
 /**
- * The programs in bin/, compiled as the image compiles them (tsconfig.build.json) and run with
- * node: the container entry point refuses a FUNCTION_TARGET that names no built function, and
+ * The programs in bin/, compiled by tsc (tsconfig.build.json) and bundled as the image bundles
+ * them (`npm run bundle`), run with node: the container entry point refuses a FUNCTION_TARGET
+ * that names no function and serves the inference functions from any working directory, and
  * the development API server writes a kubeconfig that client-node uses as it is.
  */
 import { execFile, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
@@ -23,8 +24,15 @@ const root = new URL('../../', import.meta.url);
 describe('bin', () => {
   // Inside the project, so the compiled code resolves node_modules and "type": "module".
   const outDir = join(fileURLToPath(root), `.test-build-${randomUUID()}`);
+  const entries = {
+    tsc: join(outDir, 'bin', 'serve.js'),
+    bundle: join(outDir, 'bundle', 'serve.mjs'),
+  };
   beforeAll(async () => {
     await run('npx', ['tsc', '-p', 'tsconfig.build.json', '--outDir', outDir], { cwd: root });
+    await run('npm', ['run', '-s', 'bundle', '--', `--outdir=${join(outDir, 'bundle')}`], {
+      cwd: root,
+    });
   }, 120_000);
   afterAll(() => rmSync(outDir, { recursive: true, force: true }));
 
@@ -34,7 +42,7 @@ describe('bin', () => {
     [{ FUNCTION_TARGET: '../../etc' }, /FUNCTION_TARGET: must be a kebab-case function name/],
     [{ PORT: 'http' }, /PORT: /],
   ])('exits 1 with a clear message for %o', async (env, message) => {
-    const failure = await run('node', [join(outDir, 'bin', 'serve.js')], {
+    const failure = await run('node', [entries.tsc], {
       env: { PATH: process.env['PATH'], ...env },
     }).then(
       () => undefined,
@@ -44,14 +52,29 @@ describe('bin', () => {
     expect(failure?.stderr).toMatch(message);
   });
 
+  it('knows every function in functions/', async () => {
+    const failure = await run('node', [entries.bundle], {
+      env: { PATH: process.env['PATH'] },
+    }).then(
+      () => undefined,
+      (err: { stderr: string }) => err,
+    );
+    const dirs = readdirSync(new URL('functions/', root), { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name);
+    expect(failure?.stderr).toContain(`one of: ${dirs.sort().join(', ')};`);
+  });
+
   it.each([
-    ['edge-infer', 'edge', 'edge.onnx'],
-    ['cloud-infer', 'cloud', 'cloud.onnx'],
-  ])(
-    'serves %s from another working directory (the container command, any cwd)',
-    async (target, model, file) => {
+    ['tsc', 'edge-infer', 'edge', 'edge.onnx'],
+    ['tsc', 'cloud-infer', 'cloud', 'cloud.onnx'],
+    ['bundle', 'edge-infer', 'edge', 'edge.onnx'],
+    ['bundle', 'cloud-infer', 'cloud', 'cloud.onnx'],
+  ] as const)(
+    'the %s build serves %s from another working directory (the container command, any cwd)',
+    async (build, target, model, file) => {
       const port = await freePort();
-      const child = spawn('node', [join(outDir, 'bin', 'serve.js')], {
+      const child = spawn('node', [entries[build]], {
         cwd: tmpdir(),
         stdio: ['ignore', 'pipe', 'inherit'],
         env: {

@@ -191,6 +191,36 @@ describe('joint inference end to end', () => {
   const tensor = (shape: unknown, data: unknown, datatype = 'FP32') => ({
     inputs: [{ name: 'input', shape, datatype, data }],
   });
+  /** An OIP request with `data` as raw FP32 after the JSON header (`declared` bytes said). */
+  const postBinary = (
+    data: Float32Array,
+    extra: Record<string, unknown> = {},
+    declared = data.byteLength,
+    rows = data.length / pixels,
+  ) => {
+    const header = Buffer.from(
+      JSON.stringify({
+        ...extra,
+        inputs: [
+          {
+            name: 'input',
+            shape: [rows, 784],
+            datatype: 'FP32',
+            data: [],
+            parameters: { binary_data_size: declared },
+          },
+        ],
+      }),
+    );
+    return fetch(`${edge.url}/v2/models/edge/infer`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/octet-stream',
+        'inference-header-content-length': String(header.length),
+      },
+      body: Buffer.concat([header, Buffer.from(data.buffer, data.byteOffset, data.byteLength)]),
+    });
+  };
   it.each<[string, string, unknown, number, RegExp]>([
     [
       'wrong shape',
@@ -282,40 +312,144 @@ describe('joint inference end to end', () => {
 
   it('takes the binary tensor extension (raw FP32 after the JSON header)', async () => {
     const rows = 64;
-    const binary = (declared: number, data: Float32Array) => {
-      const header = Buffer.from(
-        JSON.stringify({
-          inputs: [
-            {
-              name: 'input',
-              shape: [rows, 784],
-              datatype: 'FP32',
-              data: [],
-              parameters: { binary_data_size: declared },
-            },
-          ],
-        }),
-      );
-      return fetch(`${edge.url}/v2/models/edge/infer`, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/octet-stream',
-          'inference-header-content-length': String(header.length),
-        },
-        body: Buffer.concat([header, Buffer.from(data.buffer, data.byteOffset, data.byteLength)]),
-      });
-    };
     const data = test.x.slice(0, rows * pixels);
-    const answer = await binary(data.byteLength, data);
+    const answer = await postBinary(data);
     expect(answer.status).toBe(200);
     const viaJson = await infer(0, rows);
     expect(output((await answer.json()) as Outputs, 'edge_label')).toEqual(
       output(viaJson, 'edge_label'),
     );
-    const short = await binary(data.byteLength, data.subarray(0, 100));
+    const short = await postBinary(data.subarray(0, 100), {}, data.byteLength, rows);
     expect(short.status).toBe(400);
     expect(((await short.json()) as { error: { message: string } }).error.message).toMatch(
       /binary_data_size: expected 200704 bytes/,
+    );
+  });
+
+  it('answers with binary outputs when asked (Triton layout), equal to the JSON answer', async () => {
+    const rows = 5;
+    const data = test.x.slice(0, rows * pixels);
+    // Header lengths of every remainder mod 8, so the in-place (aligned) read is exercised at
+    // each offset.
+    for (let pad = 0; pad < 8; pad += 1) {
+      const answer = await postBinary(data, {
+        id: 'x'.repeat(pad),
+        parameters: { binary_data_output: true },
+        outputs: [{ name: 'probabilities' }, { name: 'label' }, { name: 'tier' }, { name: 'hard' }],
+      });
+      expect(answer.status).toBe(200);
+      expect(answer.headers.get('content-type')).toBe('application/octet-stream');
+      const bytes = Buffer.from(await answer.arrayBuffer());
+      const length = Number(answer.headers.get('inference-header-content-length'));
+      const head = JSON.parse(bytes.subarray(0, length).toString('utf8')) as {
+        id: string;
+        outputs: Array<{
+          name: string;
+          datatype: string;
+          parameters: { binary_data_size: number };
+        }>;
+      };
+      expect(head.id).toBe('x'.repeat(pad));
+      expect(head.outputs.map((o) => [o.name, o.datatype])).toEqual([
+        ['probabilities', 'FP32'],
+        ['label', 'INT32'],
+        ['tier', 'BYTES'],
+        ['hard', 'BOOL'],
+      ]);
+      const parts: Buffer[] = [];
+      let at = length;
+      for (const o of head.outputs) {
+        parts.push(bytes.subarray(at, at + o.parameters.binary_data_size));
+        at += o.parameters.binary_data_size;
+      }
+      expect(at).toBe(bytes.length);
+      const [probs, labels, tiers, hard] = parts as [Buffer, Buffer, Buffer, Buffer];
+      const viaJson = await infer(0, rows);
+      const jsonProbs = output(viaJson, 'probabilities') as number[];
+      const binaryProbs = Array.from(
+        new Float32Array(probs.buffer.slice(probs.byteOffset, probs.byteOffset + probs.length)),
+      );
+      binaryProbs.forEach((p, i) => expect(p).toBeCloseTo(jsonProbs[i]!, 5));
+      expect(Array.from({ length: rows }, (_, i) => labels.readInt32LE(i * 4))).toEqual(
+        output(viaJson, 'label'),
+      );
+      const tierNames: string[] = [];
+      for (let i = 0; i < tiers.length;) {
+        const n = tiers.readUInt32LE(i);
+        tierNames.push(tiers.subarray(i + 4, i + 4 + n).toString('utf8'));
+        i += 4 + n;
+      }
+      expect(tierNames).toEqual(output(viaJson, 'tier'));
+      expect(Array.from(hard, (b) => b === 1)).toEqual(output(viaJson, 'hard'));
+    }
+  });
+
+  it('sends one output as binary when only its own binary_data flag is set', async () => {
+    const answer = await fetch(`${edge.url}/v2/models/edge/infer`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        ...tensor([2, 784], Array.from(test.x.subarray(0, 2 * pixels))),
+        outputs: [{ name: 'label', parameters: { binary_data: true } }, { name: 'tier' }],
+      }),
+    });
+    expect(answer.status).toBe(200);
+    const bytes = Buffer.from(await answer.arrayBuffer());
+    const length = Number(answer.headers.get('inference-header-content-length'));
+    const head = JSON.parse(bytes.subarray(0, length).toString('utf8')) as Outputs;
+    expect(head.outputs[0]).toMatchObject({ name: 'label', parameters: { binary_data_size: 8 } });
+    expect(head.outputs[0]).not.toHaveProperty('data');
+    expect(head.outputs[1]).toMatchObject({ name: 'tier', data: ['edge', 'edge'] });
+    expect([bytes.readInt32LE(length), bytes.readInt32LE(length + 4)]).toEqual([
+      test.y[0],
+      test.y[1],
+    ]);
+  });
+
+  it.each([
+    [{ parameters: { binary_data_output: 'yes' } }, /binary_data_output/],
+    [{ outputs: [{ name: 'label', parameters: { binary_data: 1 } }] }, /binary_data/],
+  ])('refuses a binary flag that is not a boolean: %o', async (extra, message) => {
+    const answer = await fetch(`${edge.url}/v2/models/edge/infer`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({
+        ...tensor([1, 784], Array.from(test.x.subarray(0, pixels))),
+        ...extra,
+      }),
+    });
+    expect(answer.status).toBe(400);
+    expect(((await answer.json()) as { error: { message: string } }).error.message).toMatch(
+      message,
+    );
+  });
+
+  it('refuses binary outputs in an inference event, before counting it', async () => {
+    const before = counters.inferenceNumber;
+    const answer = await postEvent(
+      edge.url,
+      'io.edgeai.inference.requested',
+      {
+        ...tensor([1, 784], Array.from(test.x.subarray(0, pixels))),
+        parameters: { binary_data_output: true },
+      },
+      { 'ce-id': 'binary-event', 'ce-source': '/camera/8' },
+    );
+    expect(answer.status).toBe(400);
+    expect(((await answer.json()) as { error: { message: string } }).error.message).toMatch(
+      /binary outputs .* are for HTTP requests/,
+    );
+    expect(counters.inferenceNumber).toBe(before);
+  });
+
+  it('names the first non-finite value of a binary input', async () => {
+    const data = test.x.slice(0, 2 * pixels);
+    data[900] = Number.POSITIVE_INFINITY;
+    data[1000] = Number.NaN;
+    const answer = await postBinary(data);
+    expect(answer.status).toBe(400);
+    expect(((await answer.json()) as { error: { message: string } }).error.message).toMatch(
+      /binary value 900: not a finite number/,
     );
   });
 

@@ -1,7 +1,7 @@
 /**
  * No Docker engine runs here, so the Dockerfile is checked statically: every file it copies
- * exists, the build emits the entry point it runs, dev dependencies are pruned, and the final
- * stage runs as a non-root user.
+ * exists, the build emits the entry point it runs (test/bin runs that bundle), dev dependencies
+ * are pruned, and the final stage runs as a non-root user.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -31,16 +31,15 @@ describe('Dockerfile', () => {
   });
 
   it('runs the entry point the build emits', () => {
-    const build = JSON.parse(readFileSync(new URL('tsconfig.build.json', root), 'utf8')) as {
-      include: string[];
+    const pkg = JSON.parse(readFileSync(new URL('package.json', root), 'utf8')) as {
+      scripts: Record<string, string>;
     };
-    const base = JSON.parse(readFileSync(new URL('tsconfig.json', root), 'utf8')) as {
-      compilerOptions: { outDir: string; rootDir: string };
-    };
-    expect(build.include).toContain('bin');
+    expect(stages[0]).toMatch(/RUN npm run bundle/);
+    expect(pkg.scripts['bundle']).toMatch(/^esbuild bin\/serve\.ts .*--outdir=dist\/bundle /);
+    expect(pkg.scripts['bundle']).toMatch(/--out-extension:\.js=\.mjs/);
     expect(existsSync(new URL('bin/serve.ts', root))).toBe(true);
-    expect(base.compilerOptions).toMatchObject({ outDir: 'dist', rootDir: '.' });
-    expect(text).toMatch(/CMD \["node", "dist\/bin\/serve\.js"\]/);
+    expect(stages[1]).toMatch(/COPY --from=build \S+ \/app\/dist\/bundle \.\/dist\/bundle/);
+    expect(text).toMatch(/CMD \["node", "dist\/bundle\/serve\.mjs"\]/);
   });
 
   it('ships production dependencies only and runs as a non-root user', () => {

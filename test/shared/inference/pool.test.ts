@@ -65,6 +65,57 @@ describe('inference pool', () => {
     await small.close();
   });
 
+  it('serves a small request before large ones queued ahead of it, and large ones in turn', async () => {
+    const sizes: number[] = [];
+    const ordered = await createInferencePool({
+      model,
+      threads: 1,
+      maxBatch: 64,
+      maxQueueRows: 4096,
+      maxWaitMs: 0,
+      onRun: (rows) => sizes.push(rows),
+    });
+    const done: string[] = [];
+    const large = Array.from({ length: 4 }, (_, i) =>
+      ordered.infer(test.x.slice(0, 64 * pixels), 64).then(() => done.push(`large${i}`)),
+    );
+    const small = ordered.infer(test.x.slice(0, pixels), 1).then(() => done.push('small'));
+    await Promise.all([...large, small]);
+    // large0 was running when the rest arrived; the small one goes next, then the others in order.
+    expect(done).toEqual(['large0', 'small', 'large1', 'large2', 'large3']);
+    expect(sizes).toEqual([64, 1, 64, 64, 64]);
+    await ordered.close();
+  });
+
+  it('does not let a stream of small requests starve a large one', async () => {
+    const starving = await createInferencePool({
+      model,
+      threads: 1,
+      maxBatch: 8,
+      maxQueueRows: 1 << 20,
+      maxWaitMs: 0,
+    });
+    let stop = false;
+    let smallServed = 0;
+    // Eight one-row callers, each sending again as soon as it is answered: the worker always
+    // has a full batch of small requests waiting.
+    const callers = Array.from({ length: 8 }, async () => {
+      while (!stop) {
+        await starving.infer(test.x.slice(0, pixels), 1);
+        smallServed += 1;
+      }
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Without aging this never resolves (the small stream only stops after it): the test would
+    // time out.
+    const big = await starving.infer(test.x.slice(0, 9 * pixels), 9);
+    expect(big.length).toBe(90);
+    stop = true;
+    await Promise.all(callers);
+    expect(smallServed).toBeGreaterThan(0);
+    await starving.close();
+  });
+
   it('waits up to maxWaitMs to fill a batch', async () => {
     const waiting = await createInferencePool({
       model,
