@@ -1,7 +1,9 @@
 /**
- * A small feed-forward network trainer: the handful of layers our two models need, with exact
+ * A small feed-forward network trainer: the handful of layers our models need, with exact
  * backward passes (checked numerically in test/shared/training/gradients.test.ts), softmax
- * cross-entropy and Adam. Written here rather than taken from @tensorflow/tfjs: tfjs-node cannot
+ * cross-entropy and Adam. The raw outputs (`logits`) and an arbitrary output gradient
+ * (`backpropagate`) are open too, for losses other than cross-entropy: the ASET DQN's TD loss
+ * (shared/aset/dqn.ts). Written here rather than taken from @tensorflow/tfjs: tfjs-node cannot
  * install on these machines, and pure tfjs adds ~360 MB of packages and trains our CNN several
  * times slower than these typed-array loops. Doubles throughout; the ONNX export is float32.
  */
@@ -32,8 +34,13 @@ interface Layer {
   readonly params: readonly Parameter[];
   /** One sample; keeps what backward needs. */
   forward(input: Float64Array): Float64Array;
-  /** Adds this sample's parameter gradients and returns the gradient of the input. */
-  backward(gradOut: Float64Array): Float64Array;
+  /**
+   * Adds this sample's parameter gradients and returns the gradient of the input. With
+   * `inputGradient` false the caller will not read the return value (the first layer's input is
+   * data, not a parameter), so a layer may skip computing it: that is a third of a wide first
+   * dense layer's backward pass.
+   */
+  backward(gradOut: Float64Array, inputGradient?: boolean): Float64Array;
   /** Multiply-accumulates per sample (for the model card's FLOPs). */
   readonly macs: number;
 }
@@ -208,10 +215,20 @@ function dense(inShape: Shape, units: number, index: number): Layer {
       }
       return out;
     },
-    backward(gradOut) {
+    backward(gradOut, inputGradient = true) {
       const wv = weight.value;
       const wg = weight.grad;
       for (let j = 0; j < units; j += 1) bias.grad[j]! += gradOut[j]!;
+      if (!inputGradient) {
+        // Weight gradients only; a zero input adds nothing to its row (sparse states are common).
+        for (let i = 0; i < n; i += 1) {
+          const xi = input[i]!;
+          if (xi === 0) continue;
+          const row = i * units;
+          for (let j = 0; j < units; j += 1) wg[row + j]! += xi * gradOut[j]!;
+        }
+        return gradIn;
+      }
       for (let i = 0; i < n; i += 1) {
         const xi = input[i]!;
         const row = i * units;
@@ -260,11 +277,17 @@ function flatten(inShape: Shape): Layer {
   };
 }
 
-/** A sequential network; `forward` returns class probabilities (softmax of the last layer). */
+/**
+ * A sequential network; `forward` returns class probabilities (softmax of the last layer),
+ * `logits` the last layer's raw outputs (Q-values for the DQN).
+ */
 class Network {
   readonly layers: Layer[] = [];
   readonly inShape: Shape;
   readonly #probabilities: Float64Array;
+  /** The current sample, as doubles: reused so a forward pass allocates nothing. */
+  readonly #input: Float64Array;
+  readonly #gradOutput: Float64Array;
 
   constructor(inShape: Shape, specs: readonly LayerSpec[]) {
     this.inShape = inShape;
@@ -283,6 +306,18 @@ class Network {
       shape = layer.outShape;
     }
     this.#probabilities = new Float64Array(size(shape));
+    this.#input = new Float64Array(size(inShape));
+    this.#gradOutput = new Float64Array(size(shape));
+  }
+
+  /** Features per sample (the product of `inShape`). */
+  get inputSize(): number {
+    return this.#input.length;
+  }
+
+  /** Outputs per sample (classes, or actions for a Q-network). */
+  get outputSize(): number {
+    return this.#gradOutput.length;
   }
 
   get specs(): LayerSpec[] {
@@ -309,10 +344,25 @@ class Network {
     }
   }
 
+  /**
+   * The last layer's raw outputs for one sample (a view reused by the next call), keeping what
+   * `backpropagate` needs: for losses that are not softmax cross-entropy, such as a Q-network's
+   * TD error.
+   */
+  logits(input: ArrayLike<number>): Float64Array {
+    const x0 = this.#input;
+    if (input.length !== x0.length) {
+      throw new Error(`input has ${input.length} features, the network takes ${x0.length}`);
+    }
+    x0.set(input);
+    let x: Float64Array = x0;
+    for (const layer of this.layers) x = layer.forward(x);
+    return x;
+  }
+
   /** Class probabilities for one sample (a view reused by the next call). */
   forward(input: ArrayLike<number>): Float64Array {
-    let x: Float64Array = Float64Array.from(input);
-    for (const layer of this.layers) x = layer.forward(x);
+    const x = this.logits(input);
     const p = this.#probabilities;
     let max = -Infinity;
     for (const v of x) max = Math.max(max, v);
@@ -332,8 +382,73 @@ class Network {
     return -Math.log(Math.max(p[label]!, 1e-300));
   }
 
+  /**
+   * Adds to the parameter gradients d(loss)/d(parameters) for the sample of the latest `logits`
+   * (or `forward`) call, given `gradOutput` = d(loss)/d(logits): any loss on the raw outputs
+   * then trains with the same layers. Call it before the next forward pass, which overwrites the
+   * kept activations. The input's own gradient is not computed.
+   */
+  backpropagate(gradOutput: ArrayLike<number>): void {
+    const g0 = this.#gradOutput;
+    if (gradOutput.length !== g0.length) {
+      throw new Error(`gradient has ${gradOutput.length} outputs, the network gives ${g0.length}`);
+    }
+    g0.set(gradOutput);
+    let g: Float64Array = g0;
+    for (let i = this.layers.length - 1; i >= 0; i -= 1) g = this.layers[i]!.backward(g, i > 0);
+  }
+
   zeroGrad(): void {
     for (const param of this.params) param.grad.fill(0);
+  }
+
+  /** Every parameter value in `params` order, copied: a checkpoint, or a hash of the weights. */
+  getParameters(): Float64Array {
+    const params = this.params;
+    const out = new Float64Array(params.reduce((n, p) => n + p.value.length, 0));
+    let offset = 0;
+    for (const p of params) {
+      out.set(p.value, offset);
+      offset += p.value.length;
+    }
+    return out;
+  }
+
+  /** Restores values written by `getParameters` on a network of the same architecture. */
+  setParameters(values: ArrayLike<number>): void {
+    const params = this.params;
+    const total = params.reduce((n, p) => n + p.value.length, 0);
+    if (values.length !== total) {
+      throw new Error(`${values.length} parameter values for a network with ${total}`);
+    }
+    const all = Float64Array.from(values);
+    let offset = 0;
+    for (const p of params) {
+      p.value.set(all.subarray(offset, offset + p.value.length));
+      offset += p.value.length;
+    }
+  }
+
+  /**
+   * Copies `source`'s parameter values into this network (same input shape and layers): how a
+   * DQN freezes its target network without allocating a new one each episode.
+   */
+  copyFrom(source: Network): void {
+    if (
+      JSON.stringify(source.inShape) !== JSON.stringify(this.inShape) ||
+      JSON.stringify(source.specs) !== JSON.stringify(this.specs)
+    ) {
+      throw new Error('copyFrom: the networks differ in input shape or layers');
+    }
+    const mine = this.params;
+    source.params.forEach((p, k) => mine[k]!.value.set(p.value));
+  }
+
+  /** A new network with the same architecture and a copy of the parameter values. */
+  clone(): Network {
+    const copy = new Network(this.inShape, this.specs);
+    copy.copyFrom(this);
+    return copy;
   }
 }
 

@@ -1,9 +1,12 @@
 /**
  * The only file that imports onnx-proto: a trained Network as an ONNX model (opset 13, float32)
- * and back. The graph takes `input` [N, 784] (flat 28x28 pixels in [0, 1]) and gives
- * `probabilities` [N, 10], so both models answer the same request shape. Reading a model back
- * rebuilds the trainer's Network from its initializers, which is how a test compares
- * onnxruntime's outputs with the trainer's.
+ * and back. By default the graph takes `input` [N, 784] (flat 28x28 pixels in [0, 1]) and gives
+ * `probabilities` [N, 10], so both MNIST models answer the same request shape; that default
+ * output is what `npm run models` commits, byte for byte. Options rename the input and output
+ * and swap the softmax for the raw outputs, for networks that are not image classifiers (the
+ * ASET Q-network: `state` [N, d] to `q` [N, actions]). Reading a model back rebuilds the
+ * trainer's Network from its initializers, which is how a test compares onnxruntime's outputs
+ * with the trainer's.
  */
 import onnxProto from 'onnx-proto';
 import { Network } from './network.js';
@@ -53,20 +56,55 @@ function valueInfo(name: string, width: number) {
   });
 }
 
-/** Serializes `network` (input [1, 28, 28]) as an ONNX model. */
-function exportOnnx(network: Network, name: string, docString: string): Uint8Array {
+/** How the graph's ends look; every field defaults to the MNIST models' format. */
+interface ExportOptions {
+  /** Name of the graph input, [N, product of the network's input shape]; default `input`. */
+  inputName?: string;
+  /**
+   * `softmax` (default): class probabilities, as the MNIST models serve. `identity`: the last
+   * layer's raw outputs, for regression-like heads such as Q-values, where a softmax would
+   * destroy the scale the caller compares.
+   */
+  head?: 'softmax' | 'identity';
+  /** Name of the graph output; default `probabilities` (softmax) or `output` (identity). */
+  outputName?: string;
+}
+
+const sameShape = (a: Shape, b: Shape) => a.length === b.length && a.every((v, i) => v === b[i]);
+
+/**
+ * Serializes `network` as an ONNX model whose input is the flat [N, features] batch. A network
+ * with an image input shape ([channels, height, width]) gets a Reshape first; a flat one ([d])
+ * feeds its first layer directly. Only a non-default input shape or head adds metadata, so the
+ * MNIST models' bytes are what they were before these options existed.
+ */
+function exportOnnx(
+  network: Network,
+  name: string,
+  docString: string,
+  options: ExportOptions = {},
+): Uint8Array {
+  const inputName = options.inputName ?? 'input';
+  const head = options.head ?? 'softmax';
+  const outputName = options.outputName ?? (head === 'softmax' ? 'probabilities' : 'output');
+  const inShape = network.inShape;
+  const width = inShape.reduce((a, b) => a * b, 1);
   const nodes = [];
-  const initializers = [int64Tensor('image_shape', [-1, ...imageShape])];
-  let current = 'image';
-  nodes.push(
-    onnx.NodeProto.create({
-      opType: 'Reshape',
-      input: ['input', 'image_shape'],
-      output: [current],
-      name: 'reshape',
-    }),
-  );
-  let shape: Shape = imageShape;
+  const initializers: ReturnType<typeof int64Tensor>[] = [];
+  let current = inputName;
+  if (inShape.length > 1) {
+    initializers.push(int64Tensor('image_shape', [-1, ...inShape]));
+    current = 'image';
+    nodes.push(
+      onnx.NodeProto.create({
+        opType: 'Reshape',
+        input: [inputName, 'image_shape'],
+        output: [current],
+        name: 'reshape',
+      }),
+    );
+  }
+  let shape: Shape = inShape;
   network.layers.forEach((layer, index) => {
     const out = `t${index}`;
     const spec = layer.spec;
@@ -112,29 +150,41 @@ function exportOnnx(network: Network, name: string, docString: string): Uint8Arr
     shape = layer.outShape;
   });
   nodes.push(
-    onnx.NodeProto.create({
-      opType: 'Softmax',
-      input: [current],
-      output: ['probabilities'],
-      name: 'softmax',
-      attribute: [int('axis', 1)],
-    }),
+    head === 'softmax'
+      ? onnx.NodeProto.create({
+          opType: 'Softmax',
+          input: [current],
+          output: [outputName],
+          name: 'softmax',
+          attribute: [int('axis', 1)],
+        })
+      : onnx.NodeProto.create({
+          opType: 'Identity',
+          input: [current],
+          output: [outputName],
+          name: 'identity',
+        }),
   );
+  const metadataProps = [{ key: 'layers', value: JSON.stringify(network.specs) }];
+  if (!sameShape(inShape, imageShape)) {
+    metadataProps.push({ key: 'input_shape', value: JSON.stringify(inShape) });
+  }
+  if (head !== 'softmax') metadataProps.push({ key: 'head', value: head });
   const model = onnx.ModelProto.create({
     irVersion: 8,
     opsetImport: [{ domain: '', version: opset }],
     producerName: 'edgeai',
     producerVersion: '0.1.0',
     docString,
-    metadataProps: [{ key: 'layers', value: JSON.stringify(network.specs) }],
+    metadataProps,
     graph: onnx.GraphProto.create({
       name,
       node: nodes,
       initializer: initializers,
-      input: [valueInfo('input', 28 * 28)],
+      input: [valueInfo(inputName, width)],
       output: [
         valueInfo(
-          'probabilities',
+          outputName,
           shape.reduce((a, b) => a * b, 1),
         ),
       ],
@@ -143,12 +193,19 @@ function exportOnnx(network: Network, name: string, docString: string): Uint8Arr
   return onnx.ModelProto.encode(model).finish();
 }
 
-/** Rebuilds the trainer's Network from a model written by exportOnnx. */
+/**
+ * Rebuilds the trainer's Network from a model written by exportOnnx, whatever its head: the
+ * Network gives both (`forward` the softmax, `logits` the raw outputs). A model without an
+ * `input_shape` entry is an MNIST one, [1, 28, 28].
+ */
 function importOnnx(bytes: Uint8Array): Network {
   const model = onnx.ModelProto.decode(bytes);
-  const layers = model.metadataProps.find((p) => p.key === 'layers')?.value;
-  if (layers === undefined || layers === null) throw new Error('not a model written by exportOnnx');
-  const network = new Network(imageShape, JSON.parse(layers) as LayerSpec[]);
+  const meta = (key: string) => model.metadataProps.find((p) => p.key === key)?.value ?? undefined;
+  const layers = meta('layers');
+  if (layers === undefined) throw new Error('not a model written by exportOnnx');
+  const inputShape = meta('input_shape');
+  const inShape = inputShape === undefined ? imageShape : (JSON.parse(inputShape) as number[]);
+  const network = new Network(inShape, JSON.parse(layers) as LayerSpec[]);
   const tensors = new Map((model.graph?.initializer ?? []).map((t) => [t.name ?? '', t]));
   for (const param of network.params) {
     const raw = tensors.get(param.name)?.rawData;
@@ -159,4 +216,42 @@ function importOnnx(bytes: Uint8Array): Network {
   return network;
 }
 
-export { exportOnnx, importOnnx };
+/** The ends of a model written by exportOnnx: what a loader checks before trusting it. */
+interface OnnxSignature {
+  readonly inputName: string;
+  readonly inputWidth: number;
+  readonly outputName: string;
+  readonly outputWidth: number;
+  readonly head: 'softmax' | 'identity';
+}
+
+/**
+ * Reads the input and output names and widths and the head of a model written by exportOnnx,
+ * without building the Network: a caller that will run the model through onnxruntime (which
+ * feeds the first input and reads the first output, whatever their names) can check it is the
+ * kind of model it expects, a Q-network's `state` -> `q` rather than a classifier.
+ */
+function onnxSignature(bytes: Uint8Array): OnnxSignature {
+  const model = onnx.ModelProto.decode(bytes);
+  const end = (info: onnxProto.onnx.IValueInfoProto | undefined, what: string) => {
+    // dimValue is a number, or a Long for values beyond 2^53; Number() reads either.
+    const width = Number(info?.type?.tensorType?.shape?.dim?.[1]?.dimValue as unknown);
+    if (info?.name === undefined || info.name === null || !(width > 0)) {
+      throw new Error(`model ${what} is not [N, width]`);
+    }
+    return { name: info.name, width };
+  };
+  const input = end(model.graph?.input?.[0], 'input');
+  const output = end(model.graph?.output?.[0], 'output');
+  const head = model.metadataProps.find((p) => p.key === 'head')?.value;
+  return {
+    inputName: input.name,
+    inputWidth: input.width,
+    outputName: output.name,
+    outputWidth: output.width,
+    head: head === 'identity' ? 'identity' : 'softmax',
+  };
+}
+
+export { exportOnnx, importOnnx, onnxSignature };
+export type { ExportOptions, OnnxSignature };

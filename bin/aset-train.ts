@@ -1,0 +1,147 @@
+/**
+ * `npm run aset:train -- --topology <name> [--episodes M] [--seed S]`: trains the ASET DQN on
+ * the simulated topology (Algorithm 1, shared/aset/training.ts) with a progress bar, exports
+ * the Q-network to models/aset-<topology>.onnx, writes models/aset-<topology>.json (settings,
+ * learning curve) and the learning-curve plot out/aset-learning-<topology>.svg. Deterministic
+ * for a seed: a rerun writes the same network bytes.
+ */
+import { createHash } from 'node:crypto';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { SingleBar } from 'cli-progress';
+import { writeLinePlot } from '../bench/support/plot.js';
+import { exportQNetwork } from '../shared/aset/dqn.js';
+import { loadScenario } from '../shared/aset/scenario.js';
+import { stateSize } from '../shared/aset/state.js';
+import { trainAset } from '../shared/aset/training.js';
+import type { EpisodeResult, TrainingOptions } from '../shared/aset/training.js';
+
+const root = new URL('../../', import.meta.url);
+const dataDir = new URL('data/aset/', root);
+const topologies = readdirSync(new URL('topologies/', dataDir))
+  .filter((file) => file.endsWith('.yaml'))
+  .map((file) => file.slice(0, -'.yaml'.length));
+
+const { values } = parseArgs({
+  options: {
+    topology: { type: 'string' },
+    episodes: { type: 'string', default: '300' },
+    seed: { type: 'string', default: '1' },
+  },
+});
+const topology = values.topology ?? '';
+if (!topologies.includes(topology)) {
+  process.stderr.write(`usage: npm run aset:train -- --topology <${topologies.join('|')}>\n`);
+  process.exit(2);
+}
+const episodes = Number(values.episodes);
+const seed = Number(values.seed);
+if (!Number.isInteger(episodes) || episodes < 1 || !Number.isInteger(seed)) {
+  process.stderr.write('--episodes must be an integer >= 1 and --seed an integer\n');
+  process.exit(2);
+}
+
+const scenario = await loadScenario(dataDir, topology);
+const settings = {
+  episodes,
+  trainingSeeds: 50,
+  seed,
+  lambda: 60,
+  windowMs: 25_000,
+  horizonMs: 8 * 60_000,
+  warmupMs: 120_000,
+  phi: 1,
+  psi: 0,
+  theta: 0.1,
+  dqn: {
+    gamma: 0.9,
+    hidden: [64, 32],
+    learningRate: 5e-4,
+    batchSize: 32,
+    gradientSteps: 40,
+    replayCapacity: 10_000,
+    minReplay: 256,
+    loss: 'huber' as const,
+    epsilon: {
+      decay: 'linear' as const,
+      start: 1,
+      end: 0.05,
+      episodes: Math.round(episodes * 0.7),
+    },
+  },
+} satisfies Omit<TrainingOptions, 'scenario'>;
+
+const bar = new SingleBar({
+  format: `aset ${topology} [{bar}] {value}/{total} episodes | eps {eps} | success {success}% (last 20: {recent}%) | loss {loss} | {duration_formatted}`,
+  stream: process.stderr,
+  hideCursor: true,
+});
+bar.start(episodes, 0, { eps: '1.00', success: '-', recent: '-', loss: '-' });
+const started = performance.now();
+const curve: EpisodeResult[] = [];
+const percent = (v: number) => (v * 100).toFixed(1);
+const { agent } = trainAset({
+  ...settings,
+  scenario,
+  onEpisode(result) {
+    curve.push(result);
+    const recent = curve.slice(-20);
+    bar.increment(1, {
+      eps: result.epsilon.toFixed(2),
+      success: percent(result.success),
+      recent: percent(recent.reduce((s, r) => s + r.success, 0) / recent.length),
+      loss: Number.isNaN(result.loss) ? '-' : result.loss.toFixed(4),
+    });
+  },
+});
+bar.stop();
+const seconds = (performance.now() - started) / 1000;
+
+const models = new URL('models/', root);
+mkdirSync(models, { recursive: true });
+const bytes = exportQNetwork(
+  agent,
+  `aset-${topology}`,
+  `ASET DQN for ${topology}, npm run aset:train`,
+);
+writeFileSync(new URL(`aset-${topology}.onnx`, models), bytes);
+const summary = {
+  file: `aset-${topology}.onnx`,
+  topology,
+  bytes: bytes.length,
+  sha256: createHash('sha256').update(bytes).digest('hex'),
+  stateSize: stateSize(scenario.topology),
+  workers: scenario.topology.workers.length,
+  trainingSeconds: Math.round(seconds),
+  settings,
+  curve: curve.map((r) => ({
+    episode: r.episode,
+    seed: r.simulationSeed,
+    epsilon: Number(r.epsilon.toFixed(4)),
+    windows: r.windows,
+    success: Number(r.success.toFixed(5)),
+    return: Number(r.return.toFixed(4)),
+    loss: Number.isNaN(r.loss) ? null : Number(r.loss.toFixed(6)),
+  })),
+};
+writeFileSync(new URL(`aset-${topology}.json`, models), `${JSON.stringify(summary, null, 2)}\n`);
+
+const window = 20;
+const moving = curve.map((_, i) => {
+  const part = curve.slice(Math.max(0, i - window + 1), i + 1);
+  return { x: i + 1, y: (100 * part.reduce((s, r) => s + r.success, 0)) / part.length };
+});
+const plot = new URL(`out/aset-learning-${topology}.svg`, root);
+await writeLinePlot(plot, {
+  title: `ASET learning curve, ${topology} (lambda 60)`,
+  xTitle: 'episode',
+  yTitle: 'success of the episode (%)',
+  markers: false,
+  series: [
+    { name: 'episode', points: curve.map((r, i) => ({ x: i + 1, y: 100 * r.success })) },
+    { name: `moving average (${window})`, points: moving },
+  ],
+});
+process.stdout.write(
+  `${JSON.stringify({ topology, episodes, seconds: Math.round(seconds), sha256: summary.sha256, plot: plot.pathname })}\n`,
+);

@@ -1,0 +1,75 @@
+/**
+ * The DQN's state (paper section IV-B): eq. (11) per worker, for the samples of the last window
+ * of T, as one flat vector. Two choices of ours, both about what a small network can learn from:
+ *
+ * - Time: the window's per-second samples are averaged into `timeSlices` equal slices (5 of
+ *   5 s for T = 25 s) instead of 25 rows. The slices keep the trend inside the window (rising or
+ *   falling load) at a fifth of the input size.
+ * - Scale: every feature is divided by the worker's capacity C_w (|I_w| by C_w / 10, since a
+ *   stream carries about ten queries per second), so 1 means "as much as the worker can take"
+ *   on every worker and in every topology, and clipped at 4 so an overloaded worker cannot
+ *   swamp the input.
+ *
+ * Layout: slice-major, then worker (in `Worker.index` order), then the eq. (11) features.
+ */
+import { featuresPerWorker } from './observation.js';
+import type { SimulationWindow } from './simulator.js';
+import type { Topology } from './types.js';
+
+/** Averages of the window's samples the state keeps, oldest first. */
+const timeSlices = 5;
+const clip = 4;
+const STREAMS = 0;
+const queriesPerStream = 10;
+
+/** Length of the state vector for `topology`: what the Q-network takes. */
+function stateSize(topology: Topology): number {
+  return timeSlices * topology.workers.length * featuresPerWorker;
+}
+
+/** 1 / capacity per worker, for the unbounded cloud 0 (its features carry no load signal). */
+function scales(topology: Topology): Float64Array {
+  return Float64Array.from(topology.workers, (w) =>
+    Number.isFinite(w.capacity) && w.capacity > 0 ? 1 / w.capacity : 0,
+  );
+}
+
+/**
+ * The state after `window` (zeros before the first window). When the window holds fewer samples
+ * than slices, the missing oldest slices stay zero.
+ */
+function encodeState(
+  topology: Topology,
+  window: SimulationWindow | undefined,
+  out: Float32Array = new Float32Array(stateSize(topology)),
+): Float32Array {
+  out.fill(0);
+  const samples = window?.samples ?? [];
+  if (samples.length === 0) return out;
+  const workers = topology.workers.length;
+  const rowSize = workers * featuresPerWorker;
+  const inverse = scales(topology);
+  const slices = Math.min(timeSlices, samples.length);
+  for (let s = 0; s < slices; s += 1) {
+    // Slice s of `slices` covers samples [from, to); they land in the newest slots.
+    const from = Math.floor((s * samples.length) / slices);
+    const to = Math.floor(((s + 1) * samples.length) / slices);
+    const base = (timeSlices - slices + s) * rowSize;
+    for (let i = from; i < to; i += 1) {
+      const features = samples[i]!.features;
+      for (let j = 0; j < rowSize; j += 1) out[base + j]! += features[j]!;
+    }
+    const count = to - from;
+    for (let w = 0; w < workers; w += 1) {
+      const row = base + w * featuresPerWorker;
+      for (let f = 0; f < featuresPerWorker; f += 1) {
+        const perUnit = f === STREAMS ? queriesPerStream : 1;
+        const value = (out[row + f]! / count) * perUnit * inverse[w]!;
+        out[row + f] = Math.min(value, clip);
+      }
+    }
+  }
+  return out;
+}
+
+export { encodeState, stateSize, timeSlices };
