@@ -10,6 +10,7 @@ import { eventTypes } from '../events/index.js';
 import { decodeJsonBody, defineFunction, onEvent, onRawRequest, onRequest } from '../http/index.js';
 import type { Answer, FunctionDefinition, ReadinessCheck } from '../http/index.js';
 import { jointInfer } from './joint.js';
+import { createTurns } from './turns.js';
 import type { JointDeps } from './joint.js';
 import type { InferencePool } from './pool.js';
 import { formatInferResponse, modelMetadata, parseInferRequest } from './protocol.js';
@@ -21,6 +22,9 @@ interface ServedModel {
 }
 
 type Answerer = (input: Float32Array, rows: number, traceparent: string) => Promise<SampleResult[]>;
+
+/** Bodies above this wait their turn (turns.ts): a 64-row FP32 batch is 200 KB. */
+const largeBodyBytes = 64 << 10;
 
 function inferenceDefinition(options: {
   name: 'edge-infer' | 'cloud-infer';
@@ -58,6 +62,7 @@ function inferenceDefinition(options: {
     return formatInferResponse(batch, model, results);
   };
   const json = (body: unknown): Answer => ({ kind: 'json', body });
+  const turn = createTurns();
   const http = async (body: unknown, traceparent: string, binary?: Uint8Array): Promise<Answer> => {
     const answer = await infer(body, traceparent, binary);
     if (answer.binary === undefined) return json(answer.header);
@@ -97,6 +102,7 @@ function inferenceDefinition(options: {
         params: modelParam,
         async handle({ params, body }, ctx) {
           checkModel(params.model);
+          if (body.bytes.length > largeBodyBytes) await turn();
           const header = ctx.headers['inference-header-content-length'];
           if (header === undefined) {
             return http(decodeJsonBody(body.bytes, body.contentType), ctx.traceparent);
