@@ -75,6 +75,9 @@ const bar = new SingleBar({
   format: `aset ${topology} [{bar}] {value}/{total} episodes | eps {eps} | success {success}% (last 20: {recent}%) | loss {loss} | {duration_formatted}`,
   stream: process.stderr,
   hideCursor: true,
+  // Redirected to a file or a CI log, it still reports, a line every 10 s.
+  noTTYOutput: true,
+  notTTYSchedule: 10_000,
 });
 bar.start(episodes, 0, { eps: '1.00', success: '-', recent: '-', loss: '-' });
 const started = performance.now();

@@ -1,0 +1,112 @@
+/**
+ * One simulation of the aset-sim bench as plain, structured-cloneable data, so the same job runs
+ * in a worker thread or in the main thread and gives the same numbers (everything is seeded).
+ */
+import { existsSync } from 'node:fs';
+import { runControlled, staticController } from '../../shared/aset/episode.js';
+import type { ControlledWindow } from '../../shared/aset/episode.js';
+import { runGreedyOracle } from '../../shared/aset/oracle.js';
+import { loadScenario } from '../../shared/aset/scenario.js';
+import type { Scenario } from '../../shared/aset/scenario.js';
+import type { Outcomes, SimulationOptions } from '../../shared/aset/simulator.js';
+import type { PolicyName } from '../../shared/aset/types.js';
+import {
+  constantLambda,
+  fallingLambdaPattern,
+  risingLambdaPattern,
+} from '../../shared/aset/workload.js';
+import type { LambdaSchedule } from '../../shared/aset/workload.js';
+
+/** The paper's three scenarios (section V-A), from the most central to the most distributed. */
+const topologyNames = ['dc-cloud', 'co-dc-cloud', 'full-edge'] as const;
+type TopologyName = (typeof topologyNames)[number];
+
+/** The paper's loads: a constant lambda, or one of the two dynamic patterns of figure 7. */
+type Load = { kind: 'constant'; lambda: number } | { kind: 'pattern'; name: 'rising' | 'falling' };
+
+/** Who picks the policy: a static policy or the greedy oracle (ASET runs in the main thread). */
+type Runner = { kind: 'static'; policy: PolicyName } | { kind: 'oracle'; lookaheadWindows: number };
+
+/** One seed-run: everything a thread needs to reproduce it exactly. */
+interface SimJob {
+  readonly topology: TopologyName;
+  readonly seed: number;
+  readonly load: Load;
+  readonly durationMs: number;
+  readonly warmupMs: number;
+  readonly runner: Runner;
+}
+
+/** A run's outcome without the per-window samples, small enough to post between threads. */
+interface JobResult {
+  readonly windows: ControlledWindow[];
+  readonly counted: Outcomes;
+  readonly policyShare: Record<PolicyName, number>;
+  readonly wallMs: number;
+  /** Simulated time the job cost (the oracle's replays included). */
+  readonly simulatedMs: number;
+}
+
+/** Walks up from this file to the checkout, so the bench works from dist/ and from sources. */
+function repoRoot(): URL {
+  let dir = new URL('./', import.meta.url);
+  for (;;) {
+    if (existsSync(new URL('package.json', dir)) && existsSync(new URL('data/aset/', dir))) {
+      return dir;
+    }
+    const parent = new URL('../', dir);
+    if (parent.href === dir.href)
+      throw new Error('no package.json with data/aset/ above the bench');
+    dir = parent;
+  }
+}
+
+const scenarios = new Map<TopologyName, Promise<Scenario>>();
+
+/** Each thread parses a topology once, however many jobs it runs on it. */
+function scenarioFor(topology: TopologyName): Promise<Scenario> {
+  let scenario = scenarios.get(topology);
+  if (scenario === undefined) {
+    scenario = loadScenario(new URL('data/aset/', repoRoot()), topology);
+    scenarios.set(topology, scenario);
+  }
+  return scenario;
+}
+
+function scheduleOf(load: Load): LambdaSchedule {
+  if (load.kind === 'constant') return constantLambda(load.lambda);
+  return load.name === 'rising' ? risingLambdaPattern : fallingLambdaPattern;
+}
+
+/** The simulator options of a job: the same seed gives every runner the same workload. */
+async function optionsFor(
+  job: Pick<SimJob, 'topology' | 'seed' | 'load'>,
+): Promise<SimulationOptions> {
+  const { apps, topology } = await scenarioFor(job.topology);
+  return { topology, apps, lambda: scheduleOf(job.load), seed: job.seed };
+}
+
+/**
+ * Runs a static or oracle job through the same loop and counting as ASET, timing only the
+ * simulation (not the scenario parsing) so the speed figure is the simulator's.
+ */
+async function runSimJob(job: SimJob): Promise<JobResult> {
+  const options = await optionsFor(job);
+  const spec = { durationMs: job.durationMs, warmupMs: job.warmupMs };
+  const started = performance.now();
+  if (job.runner.kind === 'oracle') {
+    const run = runGreedyOracle(options, spec, { lookaheadWindows: job.runner.lookaheadWindows });
+    return {
+      windows: run.windows.map(({ trialSuccess: _trials, ...window }) => window),
+      counted: run.counted,
+      policyShare: run.policyShare,
+      wallMs: performance.now() - started,
+      simulatedMs: run.simulatedMs,
+    };
+  }
+  const run = await runControlled(options, staticController(job.runner.policy), spec);
+  return { ...run, wallMs: performance.now() - started, simulatedMs: job.durationMs };
+}
+
+export { topologyNames, repoRoot, scenarioFor, optionsFor, runSimJob };
+export type { TopologyName, Load, Runner, SimJob, JobResult };

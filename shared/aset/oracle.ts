@@ -1,0 +1,160 @@
+/**
+ * Hindsight references for the ASET benchmark ("beyond the paper"): how much a per-window policy
+ * switcher could gain over the static policies on a given workload, so a reader can tell whether
+ * ASET's margin (or its absence) reflects the agent or the topology.
+ *
+ * The greedy oracle, window by window: from the exact simulator state the chosen prefix leads to,
+ * try each of the seven static policies for the next window of T, keep the one with the most
+ * successful queries IN THAT WINDOW, and move on from the state that choice produced. The
+ * simulator cannot be snapshotted, so "the same state" is rebuilt by deterministic replay: a
+ * fresh simulation on the same options and seed, driven through the chosen prefix with the same
+ * `setPolicy`/`runUntil` sequence, is bit-for-bit the state the realized run had (every random
+ * stream is seeded and consumed in event order). The realized path is the chain of winning trials
+ * itself, so the reported outcomes are those of an actual run of the chosen policy sequence.
+ *
+ * What this is NOT:
+ * - Not an upper bound. It is myopic: a window's success is mostly earned by streams bound in
+ *   earlier windows, while the streams a policy binds now keep their workers (and the reserved
+ *   load) for their whole duration, often many windows. A choice that wins its own window can
+ *   crowd out later streams, so a smarter (non-greedy) schedule, ASET included, may beat it, and
+ *   on some seeds it can even lose to the best static policy. `lookaheadWindows` scores each
+ *   candidate over more windows to soften this, at a cost; it is still not an optimum.
+ * - Not causal. It sees the outcome of each window before choosing it, including the noise draws:
+ *   the network and processing normals come from seeded streams consumed in event order, so
+ *   different policies consume them differently (workload arrivals, which have streams of their
+ *   own, are identical across policies; the noise is statistically the same but not coupled
+ *   draw-for-draw). The max over seven trials therefore also picks favourable noise, a small
+ *   optimistic bias no real controller can have.
+ *
+ * `bestStaticInHindsight` is the other, trivial reference: the static policy that did best over a
+ * whole seed-run, picked after the fact.
+ */
+import { checkSpec, summarize, windowEnds } from './episode.js';
+import type { ControlledRun, ControlledRunSpec, ControlledWindow } from './episode.js';
+import { createSimulation } from './simulator.js';
+import type { Outcomes, Simulation, SimulationOptions } from './simulator.js';
+import { policyNames } from './types.js';
+import type { PolicyName } from './types.js';
+
+/** Knobs of the oracle; the defaults are the greedy oracle the bench reports. */
+interface OracleOptions {
+  /** Policies tried per window; default all seven, in `policyNames` order (the tie-break order). */
+  readonly candidates?: readonly PolicyName[];
+  /**
+   * Extra windows each trial is scored over, holding the candidate policy (default 0: the
+   * window's own success only, the greedy definition). Costs about (1 + n) times the trials.
+   */
+  readonly lookaheadWindows?: number;
+}
+
+/** One realized oracle window, with what every candidate scored, for analysis and tests. */
+interface OracleWindow extends ControlledWindow {
+  /** Success count each candidate reached on its scoring horizon, from this window's state. */
+  readonly trialSuccess: Readonly<Partial<Record<PolicyName, number>>>;
+}
+
+/** A realized oracle run, comparable field for field with `runControlled`'s result. */
+interface OracleRun extends ControlledRun {
+  readonly windows: OracleWindow[];
+  /** Simulated milliseconds spent (replays and trials), so callers can report the oracle's cost. */
+  readonly simulatedMs: number;
+}
+
+/**
+ * The greedy per-window hindsight oracle described in the module comment. Ties go to the
+ * earliest candidate in `candidates` order, so a run is deterministic for its options.
+ */
+function runGreedyOracle(
+  options: SimulationOptions,
+  run: ControlledRunSpec,
+  oracle: OracleOptions = {},
+): OracleRun {
+  const { windowMs, warmupMs } = checkSpec(run);
+  const candidates = oracle.candidates ?? policyNames;
+  const lookahead = oracle.lookaheadWindows ?? 0;
+  if (candidates.length === 0) throw new RangeError('the oracle needs at least one candidate');
+  if (!Number.isInteger(lookahead) || lookahead < 0) {
+    throw new RangeError('lookaheadWindows must be an integer >= 0');
+  }
+  const ends = windowEnds(run.durationMs, windowMs);
+  const chosen: PolicyName[] = [];
+  const windows: OracleWindow[] = [];
+  let simulatedMs = 0;
+
+  /** A fresh simulation standing at the start of window `k`, on the chosen prefix. */
+  const replay = (k: number): Simulation => {
+    const simulation = createSimulation(options);
+    for (let i = 0; i < k; i += 1) {
+      simulation.setPolicy(chosen[i]!);
+      simulation.runUntil(ends[i]!);
+      simulation.takeWindow();
+    }
+    simulatedMs += k > 0 ? ends[k - 1]! : 0;
+    return simulation;
+  };
+
+  // Without lookahead the winning trial stands exactly at the next window's start, so it serves
+  // as one of the next window's copies and saves one replay per window.
+  let leader: Simulation | undefined;
+  for (let k = 0; k < ends.length; k += 1) {
+    const startMs = k > 0 ? ends[k - 1]! : 0;
+    const horizon = ends.slice(k, k + 1 + lookahead);
+    let best: { policy: PolicyName; success: number; first: Outcomes; sim: Simulation } | undefined;
+    const trialSuccess: Partial<Record<PolicyName, number>> = {};
+    for (const policy of candidates) {
+      const simulation = leader ?? replay(k);
+      leader = undefined;
+      simulation.setPolicy(policy);
+      let success = 0;
+      let first: Outcomes | undefined;
+      for (const end of horizon) {
+        simulation.runUntil(end);
+        const window = simulation.takeWindow();
+        first ??= window;
+        success += window.success;
+      }
+      simulatedMs += horizon[horizon.length - 1]! - startMs;
+      trialSuccess[policy] = success;
+      if (best === undefined || success > best.success) {
+        best = { policy, success, first: first!, sim: simulation };
+      }
+    }
+    chosen.push(best!.policy);
+    if (lookahead === 0) leader = best!.sim;
+    windows.push({
+      startMs,
+      endMs: ends[k]!,
+      policy: best!.policy,
+      success: best!.first.success,
+      qosFailure: best!.first.qosFailure,
+      rejected: best!.first.rejected,
+      trialSuccess,
+    });
+  }
+  const summary = summarize(windows, warmupMs);
+  return { windows, counted: summary.counted, policyShare: summary.policyShare, simulatedMs };
+}
+
+/**
+ * The static policy with the most counted successes on one seed-run (ties: `policyNames` order):
+ * the reference "had we known which policy suits this workload", which any adaptive scheduler
+ * should be compared against before claiming a gain.
+ */
+function bestStaticInHindsight(runs: Readonly<Partial<Record<PolicyName, ControlledRun>>>): {
+  policy: PolicyName;
+  counted: Outcomes;
+} {
+  let best: { policy: PolicyName; counted: Outcomes } | undefined;
+  for (const policy of policyNames) {
+    const run = runs[policy];
+    if (run === undefined) continue;
+    if (best === undefined || run.counted.success > best.counted.success) {
+      best = { policy, counted: run.counted };
+    }
+  }
+  if (best === undefined) throw new RangeError('no static runs to choose from');
+  return best;
+}
+
+export { runGreedyOracle, bestStaticInHindsight };
+export type { OracleOptions, OracleWindow, OracleRun };

@@ -1,0 +1,61 @@
+/** The ASET controller: onnxruntime decides as the trainer's network does, for its topology only. */
+import { beforeAll, describe, expect, it } from 'vitest';
+import { createAsetController } from '../../../shared/aset/aset-controller.js';
+import { DqnAgent, exportQNetwork } from '../../../shared/aset/dqn.js';
+import { loadScenario } from '../../../shared/aset/scenario.js';
+import type { Scenario } from '../../../shared/aset/scenario.js';
+import { createSimulation } from '../../../shared/aset/simulator.js';
+import { encodeState, stateSize } from '../../../shared/aset/state.js';
+import { policyNames } from '../../../shared/aset/types.js';
+import { constantLambda } from '../../../shared/aset/workload.js';
+
+const dataDir = new URL('../../../data/aset/', import.meta.url);
+
+describe('ASET controller', () => {
+  let scenario: Scenario;
+  let agent: DqnAgent;
+  beforeAll(async () => {
+    scenario = await loadScenario(dataDir, 'dc-cloud');
+    agent = new DqnAgent({
+      stateSize: stateSize(scenario.topology),
+      actions: policyNames.length,
+      hidden: [16],
+      seed: 3,
+    });
+  });
+
+  it('picks the greedy policy of the exported network on simulated windows', async () => {
+    const controller = await createAsetController({
+      model: exportQNetwork(agent),
+      topology: scenario.topology,
+    });
+    const simulation = createSimulation({
+      topology: scenario.topology,
+      apps: scenario.apps,
+      lambda: constantLambda(60),
+      seed: 11,
+    });
+    try {
+      expect(policyNames).toContain(await controller.choose(undefined));
+      for (let w = 1; w <= 4; w += 1) {
+        simulation.runUntil(w * 25_000);
+        const window = simulation.takeWindow();
+        const chosen = await controller.choose(window);
+        const state = encodeState(scenario.topology, window);
+        expect(chosen).toBe(policyNames[agent.greedy(state)]);
+        const q = agent.qValues(state);
+        controller.lastQ!.forEach((v, i) => expect(v).toBeCloseTo(q[i]!, 4));
+        simulation.setPolicy(chosen);
+      }
+    } finally {
+      await controller.close();
+    }
+  });
+
+  it('refuses a network trained for another topology', async () => {
+    const fullEdge = await loadScenario(dataDir, 'full-edge');
+    await expect(
+      createAsetController({ model: exportQNetwork(agent), topology: fullEdge.topology }),
+    ).rejects.toThrow(/topology full-edge needs \d+ -> 7 \(trained for another topology\?\)/);
+  });
+});
