@@ -3,56 +3,15 @@ import { describe, expect, it } from 'vitest';
 import { defaultWindowMs, runControlled, staticController } from '../../../shared/aset/episode.js';
 import type { WindowController } from '../../../shared/aset/episode.js';
 import { STREAMS, featuresPerWorker } from '../../../shared/aset/observation.js';
-import { loadScenario, parseTopology, parseVariants } from '../../../shared/aset/scenario.js';
+import { loadScenario } from '../../../shared/aset/scenario.js';
 import { createSimulation, runStatic } from '../../../shared/aset/simulator.js';
 import type { SimulationOptions, SimulationWindow } from '../../../shared/aset/simulator.js';
-import type { PolicyName, Stream, Topology } from '../../../shared/aset/types.js';
+import type { PolicyName, Stream } from '../../../shared/aset/types.js';
 import { constantLambda } from '../../../shared/aset/workload.js';
 import type { StreamArrival } from '../../../shared/aset/workload.js';
+import { tiny } from '../../support/aset.js';
 
 const dataDir = new URL('../../../data/aset/', import.meta.url);
-
-// The hand-made topology of simulator.test.ts: one antenna, a worker on its access node (index 0)
-// and, with the cloud, one in the cloud (index 1).
-const catalogue = parseVariants(`
-models:
-  - { id: det, task: object-detection, accuracy: 40 }
-variants:
-  - id: v
-    model: det
-    batchSize: 1
-    fixedDelayMs: 10
-    maxDelayMs: 20
-    delayDeviationMs: 0
-    capacity: 50
-    resources: { cpu: 1, memoryGiB: 1, accelerator: 0 }
-`);
-
-function tinyWithCloud(): Topology {
-  return parseTopology(
-    `
-name: tiny
-paperAntennas: 1
-accessPoints: 1
-layers:
-  access:
-    fanIn: 1
-    hop: { delayMs: 2, deviationMs: 0 }
-    compute:
-      realClusters: 1
-      serversPerCluster: 1
-      perServer: { cpu: 1, memoryGiB: 1, accelerator: 0 }
-      variants: [v]
-  central-office: { fanIn: 1, hop: { delayMs: 3, deviationMs: 0 } }
-  isp-dc: { fanIn: 1, hop: { delayMs: 5, deviationMs: 0 } }
-  cloud:
-    fanIn: 1
-    hop: { delayMs: 10, deviationMs: 0 }
-    compute: { unlimited: true, replicasPerVariant: 1, variants: [v] }
-`,
-    catalogue,
-  );
-}
 
 function stream(id: number): Stream {
   return {
@@ -90,7 +49,7 @@ describe('runControlled', () => {
     atMs: k * 1000 + 200,
     stream: stream(k),
   }));
-  const options: SimulationOptions = { topology: tinyWithCloud(), seed: 1, arrivals };
+  const options: SimulationOptions = { topology: tiny('v', true), seed: 1, arrivals };
 
   it("binds each window's streams with the policy chosen for that window", async () => {
     const { controller, seen } = alternating('closest', 'farthest');
