@@ -368,16 +368,18 @@ function formatInferResponse(
     { name: 'cloud_label', datatype: 'INT32', shape: [n], data: cloudLabels },
   ];
   const binary: Buffer[] = [];
-  const outputs = tensors
-    .filter((tensor) => wanted(tensor.name))
-    .map(({ data, ...tensor }) => {
-      if (!(batch.binaryOutputs?.has(tensor.name) ?? false)) {
-        return { ...tensor, data: tensorJson({ ...tensor, data }) };
-      }
-      const bytes = tensorBytes({ ...tensor, data });
+  const outputs: unknown[] = [];
+  for (const tensor of tensors) {
+    if (!wanted(tensor.name)) continue;
+    const { name, datatype, shape } = tensor;
+    if (batch.binaryOutputs?.has(name) === true) {
+      const bytes = tensorBytes(tensor);
       binary.push(bytes);
-      return { ...tensor, parameters: { binary_data_size: bytes.length } };
-    });
+      outputs.push({ name, datatype, shape, parameters: { binary_data_size: bytes.length } });
+    } else {
+      outputs.push({ name, datatype, shape, data: tensorJson(tensor) });
+    }
+  }
   const header = {
     model_name: model.name,
     model_version: model.version,
