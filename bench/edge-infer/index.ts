@@ -14,6 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { inferenceNodeOptions } from '../../shared/inference/config.js';
 import { freePort } from '../../shared/local/index.js';
 import { loadMnist, pixels } from '../../shared/training/data.js';
 import { finish, median, printTable } from '../support/report.js';
@@ -44,6 +45,8 @@ function edgeEnv(port: number): NodeJS.ProcessEnv {
     ...process.env,
     FUNCTION_TARGET: 'edge-infer',
     PORT: String(port),
+    // As reconcile-tick deploys the worker.
+    NODE_OPTIONS: inferenceNodeOptions,
     MODEL_URL: new URL('models/edge.onnx', root).href,
     MODEL_ROOT: fileURLToPath(new URL('models/', root)),
     HEM_NAME: 'EdgeOnly',

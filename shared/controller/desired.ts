@@ -5,6 +5,7 @@
  */
 import { jointInferenceServiceSpec, modelSpec } from '../crds/index.js';
 import type { JointInferenceServiceSpec, ModelSpec } from '../crds/index.js';
+import { inferenceNodeOptions } from '../inference/config.js';
 import { apiVersion, kinds } from '../k8s/index.js';
 import type { KubeObject } from '../k8s/index.js';
 import type { RestartPolicy } from './restart.js';
@@ -143,6 +144,7 @@ function workerService(
     MODEL_FORMAT: model.format,
     MODEL_SHA256: model.sha256,
     WORKER_PARAMETERS: workerParameters(worker.workerSpec?.parameters),
+    NODE_OPTIONS: inferenceNodeOptions,
   };
   const variables: EnvVar[] = [];
   if (role === 'edge') {

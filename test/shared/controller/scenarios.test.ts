@@ -114,7 +114,10 @@ describe('reconcile-tick against the development API server', () => {
       CLOUD_URL: `http://${name}-cloud.${ns}.svc.cluster.local`,
       WORKER_PARAMETERS: '{"nms_threshold":"0.6"}',
     });
-    expect(env(await worker('cloud'))).toMatchObject({ FUNCTION_TARGET: 'cloud-infer' });
+    expect(env(await worker('cloud'))).toMatchObject({
+      FUNCTION_TARGET: 'cloud-infer',
+      NODE_OPTIONS: '--max-semi-space-size=32',
+    });
 
     await markReady('edge');
     await reconciler.tick();
