@@ -36,8 +36,10 @@ const drainMs = 20_000;
 async function main(): Promise<void> {
   const config = loadConfig();
   const target = config.functionTarget;
-  const load = target === undefined ? undefined : functions[target];
-  if (target === undefined || load === undefined || !Object.hasOwn(functions, target)) {
+  // hasOwn: a name such as "toString" must not reach Object.prototype.
+  const load =
+    target !== undefined && Object.hasOwn(functions, target) ? functions[target] : undefined;
+  if (target === undefined || load === undefined) {
     throw new Error(
       `FUNCTION_TARGET must name one of: ${Object.keys(functions).join(', ')}; got ${target ?? 'nothing'}`,
     );

@@ -12,14 +12,13 @@
  *
  * Layout: slice-major, then worker (in `Worker.index` order), then the eq. (11) features.
  */
-import { featuresPerWorker } from './observation.js';
+import { STREAMS, featuresPerWorker } from './observation.js';
 import type { SimulationWindow } from './simulator.js';
 import type { Topology } from './types.js';
 
 /** Averages of the window's samples the state keeps, oldest first. */
 const timeSlices = 5;
 const clip = 4;
-const STREAMS = 0;
 const queriesPerStream = 10;
 
 /** Length of the state vector for `topology`: what the Q-network takes. */

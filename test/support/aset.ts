@@ -1,9 +1,52 @@
 /**
- * The hand-made ASET topology several tests share: one antenna whose access node (2 ms away, no
- * jitter) runs `accessVariant`, and optionally a cloud 20 ms further running `v`.
+ * Hand-made ASET fixtures several tests share: single clusters and workers with chosen figures
+ * (constraints, policies), and a one-antenna topology parsed from YAML (simulator, episodes).
  */
 import { parseTopology, parseVariants } from '../../shared/aset/scenario.js';
-import type { Topology } from '../../shared/aset/types.js';
+import type { Cluster, Layer, Topology, Worker } from '../../shared/aset/types.js';
+
+const resources = { cpu: 4, memoryGiB: 8, accelerator: 0 } as const;
+
+export function cluster(id: string, layer: Layer = 'access'): Cluster {
+  return { id, layer, capacity: resources };
+}
+
+export interface WorkerSpec {
+  readonly cluster: Cluster;
+  readonly task?: string;
+  readonly accuracy?: number;
+  readonly fixedDelayMs?: number;
+  readonly maxDelayMs?: number;
+  readonly capacity?: number;
+}
+
+/** One replica of a variant of its own model, so each worker's figures are set independently. */
+export function worker(index: number, spec: WorkerSpec): Worker {
+  const capacity = spec.capacity ?? 20;
+  const model = { id: `m${index}`, task: spec.task ?? 'detect', accuracy: spec.accuracy ?? 0.6 };
+  return {
+    index,
+    model,
+    cluster: spec.cluster,
+    replicas: 1,
+    capacity,
+    variant: {
+      id: `v${index}`,
+      model: model.id,
+      batchSize: 1,
+      fixedDelayMs: spec.fixedDelayMs ?? 10,
+      maxDelayMs: spec.maxDelayMs ?? 30,
+      delayDeviationMs: 0,
+      capacity,
+      resources,
+    },
+  };
+}
+
+/**
+ * The one-antenna topology: its access node (2 ms away, no jitter) runs `accessVariant`, and
+ * optionally a cloud 20 ms further runs `v`.
+ */
 
 /** One variant, D_v(size) = 10 + 10 size ms, no deviation; capacity at its ceiling of 100/s. */
 const catalogue = parseVariants(`

@@ -13,45 +13,8 @@ import {
   processingDelayMs,
   violations,
 } from '../../../shared/aset/constraints.js';
-import type { Cluster, Layer, Scheduler, Stream, Worker } from '../../../shared/aset/types.js';
-
-const resources = { cpu: 4, memoryGiB: 8, accelerator: 0 } as const;
-
-function cluster(id: string, layer: Layer = 'access'): Cluster {
-  return { id, layer, capacity: resources };
-}
-
-interface WorkerSpec {
-  readonly cluster: Cluster;
-  readonly task?: string;
-  readonly accuracy?: number;
-  readonly fixedDelayMs?: number;
-  readonly maxDelayMs?: number;
-  readonly capacity?: number;
-}
-
-/** One replica of a variant of its own model, so each worker's figures are set independently. */
-function worker(index: number, spec: WorkerSpec): Worker {
-  const capacity = spec.capacity ?? 20;
-  const model = { id: `m${index}`, task: spec.task ?? 'detect', accuracy: spec.accuracy ?? 0.6 };
-  return {
-    index,
-    model,
-    cluster: spec.cluster,
-    replicas: 1,
-    capacity,
-    variant: {
-      id: `v${index}`,
-      model: model.id,
-      batchSize: 1,
-      fixedDelayMs: spec.fixedDelayMs ?? 10,
-      maxDelayMs: spec.maxDelayMs ?? 30,
-      delayDeviationMs: 0,
-      capacity,
-      resources,
-    },
-  };
-}
+import type { Scheduler, Stream, Worker } from '../../../shared/aset/types.js';
+import { cluster, worker } from '../../support/aset.js';
 
 /** `links` maps a cluster id to [d_n^s, sigma_n^s]. */
 function scheduler(links: Record<string, readonly [number, number]>): Scheduler {

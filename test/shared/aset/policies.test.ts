@@ -13,20 +13,15 @@ import { policyNames } from '../../../shared/aset/types.js';
 import type {
   Candidate,
   Cluster,
-  Layer,
   PolicyName,
   Scheduler,
   Stream,
   Worker,
 } from '../../../shared/aset/types.js';
+import { cluster, worker as fixture } from '../../support/aset.js';
 import { seededRandom } from '../../../shared/training/random.js';
 
-const resources = { cpu: 4, memoryGiB: 8, accelerator: 0 } as const;
-
-function cluster(id: string, layer: Layer): Cluster {
-  return { id, layer, capacity: resources };
-}
-
+/** A worker of its own model on `on`, with D_v from `fixedDelayMs` to `maxDelayMs`. */
 function worker(
   index: number,
   on: Cluster,
@@ -34,24 +29,7 @@ function worker(
   maxDelayMs: number,
   capacity: number,
 ): Worker {
-  const model = { id: `m${index}`, task: 'detect', accuracy: 0.6 };
-  return {
-    index,
-    model,
-    cluster: on,
-    replicas: 1,
-    capacity,
-    variant: {
-      id: `v${index}`,
-      model: model.id,
-      batchSize: 1,
-      fixedDelayMs,
-      maxDelayMs,
-      delayDeviationMs: 0,
-      capacity,
-      resources,
-    },
-  };
+  return fixture(index, { cluster: on, fixedDelayMs, maxDelayMs, capacity });
 }
 
 const stream: Stream = {
