@@ -1,9 +1,12 @@
 /**
  * `npm run aset:train -- --topology <name> [--episodes M] [--seed S]`: trains the ASET DQN on
  * the simulated topology (Algorithm 1, shared/aset/training.ts) with a progress bar, exports
- * the Q-network to models/aset-<topology>.onnx, writes models/aset-<topology>.json (settings,
- * learning curve) and the learning-curve plot out/aset-learning-<topology>.svg. Deterministic
- * for a seed: a rerun writes the same network bytes.
+ * the Q-network that scored best on the validation seeds to models/aset-<topology>.onnx, writes
+ * models/aset-<topology>.json (settings, learning and validation curves) and the plot
+ * out/aset-learning-<topology>.svg. Deterministic for a seed: a rerun writes the same bytes.
+ *
+ * Seeds: training 1..50, validation 51..56 (checkpoint selection), and the bench evaluates on
+ * 101 and up, which neither touches.
  */
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
@@ -14,7 +17,7 @@ import { exportQNetwork } from '../shared/aset/dqn.js';
 import { loadScenario } from '../shared/aset/scenario.js';
 import { stateSize } from '../shared/aset/state.js';
 import { trainAset } from '../shared/aset/training.js';
-import type { EpisodeResult, TrainingOptions } from '../shared/aset/training.js';
+import type { EpisodeResult, TrainingOptions, ValidationResult } from '../shared/aset/training.js';
 
 const root = new URL('../../', import.meta.url);
 const dataDir = new URL('data/aset/', root);
@@ -53,7 +56,9 @@ const settings = {
   phi: 1,
   psi: 0,
   theta: 0.1,
+  validation: { seeds: [51, 52, 53, 54, 55, 56], everyEpisodes: 10 },
   dqn: {
+    double: true,
     gamma: 0.9,
     hidden: [64, 32],
     learningRate: 5e-4,
@@ -83,9 +88,13 @@ bar.start(episodes, 0, { eps: '1.00', success: '-', recent: '-', loss: '-' });
 const started = performance.now();
 const curve: EpisodeResult[] = [];
 const percent = (v: number) => (v * 100).toFixed(1);
-const { agent } = trainAset({
+const validations: ValidationResult[] = [];
+const { network } = trainAset({
   ...settings,
   scenario,
+  onValidation(result) {
+    validations.push(result);
+  },
   onEpisode(result) {
     curve.push(result);
     const recent = curve.slice(-20);
@@ -100,10 +109,15 @@ const { agent } = trainAset({
 bar.stop();
 const seconds = (performance.now() - started) / 1000;
 
+// The first of the best, as trainAset keeps it (a later tie does not replace it).
+const chosen = validations.reduce<ValidationResult | undefined>(
+  (best, v) => (best === undefined || v.success > best.success ? v : best),
+  undefined,
+);
 const models = new URL('models/', root);
 mkdirSync(models, { recursive: true });
 const bytes = exportQNetwork(
-  agent,
+  network,
   `aset-${topology}`,
   `ASET DQN for ${topology}, npm run aset:train`,
 );
@@ -117,6 +131,11 @@ const summary = {
   workers: scenario.topology.workers.length,
   trainingSeconds: Math.round(seconds),
   settings,
+  selected: chosen,
+  validations: validations.map((v) => ({
+    episodes: v.episodes,
+    success: Number(v.success.toFixed(5)),
+  })),
   curve: curve.map((r) => ({
     episode: r.episode,
     seed: r.simulationSeed,
@@ -143,8 +162,12 @@ await writeLinePlot(plot, {
   series: [
     { name: 'episode', points: curve.map((r, i) => ({ x: i + 1, y: 100 * r.success })) },
     { name: `moving average (${window})`, points: moving },
+    {
+      name: `greedy policy on validation seeds ${settings.validation.seeds[0]}-${settings.validation.seeds.at(-1)}`,
+      points: validations.map((v) => ({ x: v.episodes, y: 100 * v.success })),
+    },
   ],
 });
 process.stdout.write(
-  `${JSON.stringify({ topology, episodes, seconds: Math.round(seconds), sha256: summary.sha256, plot: plot.pathname })}\n`,
+  `${JSON.stringify({ topology, episodes, seconds: Math.round(seconds), selected: chosen, sha256: summary.sha256, plot: plot.pathname })}\n`,
 );

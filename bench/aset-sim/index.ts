@@ -12,6 +12,9 @@
  *    the point, with per-window time series.
  * 4. Per-window time series at lambda = 60, one plot per topology (figures 4a/4c/5a style).
  * 5. Simulation speed: simulated / wall seconds of the full-edge static runs at lambda = 60.
+ * 6. Headroom without the state: at lambda = 60 per topology, the best static policy alternated
+ *    window by window with each other policy. A meta-policy that beats the best static policy
+ *    must either mix policies or react to the state; these rows measure the first.
  *
  * Seeds 101..(100 + n): `npm run aset:train` trains on seeds 1..P (P = 50 by default), and the
  * bench refuses a model whose recorded training seeds reach 101. A missing model stops the bench
@@ -124,7 +127,7 @@ function modelFile(models: URL, topology: TopologyName, seeds: readonly number[]
   const card = new URL(`aset-${topology}.json`, models);
   if (existsSync(card)) {
     const summary = JSON.parse(readFileSync(card, 'utf8')) as {
-      settings?: { trainingSeeds?: unknown };
+      settings?: { trainingSeeds?: unknown; validation?: { seeds?: unknown } };
     };
     const trainingSeeds = summary.settings?.trainingSeeds;
     if (typeof trainingSeeds === 'number' && trainingSeeds >= Math.min(...seeds)) {
@@ -132,13 +135,25 @@ function modelFile(models: URL, topology: TopologyName, seeds: readonly number[]
         `${relative(process.cwd(), fileURLToPath(card))}: trained on seeds 1..${trainingSeeds}, which overlap the evaluation seeds from ${Math.min(...seeds)}`,
       );
     }
+    const validationSeeds = summary.settings?.validation?.seeds;
+    if (
+      Array.isArray(validationSeeds) &&
+      validationSeeds.some((s) => seeds.includes(s as number))
+    ) {
+      throw new Error(
+        `${relative(process.cwd(), fileURLToPath(card))}: selected on validation seeds ${validationSeeds.join(', ')}, which overlap the evaluation seeds`,
+      );
+    }
   }
   return file;
 }
 
 const loadKey = (load: Load) => (load.kind === 'constant' ? `lambda-${load.lambda}` : load.name);
-const runnerKey = (runner: Runner | 'aset') =>
-  runner === 'aset' ? 'aset' : runner.kind === 'oracle' ? 'oracle' : runner.policy;
+const runnerKey = (runner: Runner | 'aset') => {
+  if (runner === 'aset') return 'aset';
+  if (runner.kind === 'static') return runner.policy;
+  return runner.kind === 'oracle' ? 'oracle' : `cycle:${runner.policies.join('+')}`;
+};
 const jobKey = (topology: TopologyName, load: Load, runner: Runner | 'aset', seed: number) =>
   `${topology}|${loadKey(load)}|${runnerKey(runner)}|${seed}`;
 
@@ -288,8 +303,9 @@ async function main(args: string[] = []): Promise<void> {
   const results = new Map<string, Promise<JobResult>>();
   let done = 0;
   let reported = 0;
-  for (const job of jobs) {
+  const submit = (job: SimJob, counted: boolean) => {
     const promise = pool.run(job).then((result) => {
+      if (!counted) return result;
       done += 1;
       if (done * 10 >= (reported + 1) * jobs.length) {
         reported = Math.floor((done * 10) / jobs.length);
@@ -302,7 +318,10 @@ async function main(args: string[] = []): Promise<void> {
     // Keeps an early failure from surfacing as an unhandled rejection before it is awaited.
     promise.catch(() => undefined);
     results.set(jobKey(job.topology, job.load, job.runner, job.seed), promise);
-  }
+  };
+  for (const job of jobs) submit(job, true);
+  // Section 6's cycles, queued per topology once its best static policy is known.
+  const cycles: { topology: TopologyName; best: PolicyName; runners: Runner[] }[] = [];
   const aset = withAset ? runAset(asetPlan, settings, results) : Promise.resolve();
   aset.catch(() => undefined);
 
@@ -343,6 +362,14 @@ async function main(args: string[] = []): Promise<void> {
         success: meanCi(perPolicy.get(policy)!.map((r) => percent(r.counted, 'success'))).mean,
       }));
       const best = staticMeans.reduce((a, b) => (b.success > a.success ? b : a));
+      const cycleRunners: Runner[] = policyNames
+        .filter((p) => p !== best.policy)
+        .map((p) => ({ kind: 'cycle', policies: [best.policy, p] }));
+      cycles.push({ topology, best: best.policy, runners: cycleRunners });
+      for (const runner of cycleRunners) {
+        for (const seed of settings.seeds)
+          submit({ ...base, topology, seed, load: lambda60, runner }, false);
+      }
       const bestPerSeed = perPolicy.get(best.policy)!.map((r) => percent(r.counted, 'success'));
       // The seeds differ far more from each other than the policies do on one seed, so the gap
       // to the best static policy is also given paired (same seed, same workload): its interval
@@ -496,6 +523,34 @@ async function main(args: string[] = []): Promise<void> {
       if (withAset) figures[`full_edge_${name}_aset_success`] = patternSuccess.get(asetLabel)![i]!;
     }
     progress(`dynamic patterns reported (${((performance.now() - started) / 1000).toFixed(0)} s)`);
+
+    // 6: state-blind mixtures of the best static policy with each other one.
+    const cycleRows: string[][] = [];
+    for (const { topology, best, runners } of cycles) {
+      const bestRuns = await runsOf(topology, lambda60, staticRunner(best));
+      let bestGap = -Infinity;
+      for (const runner of runners) {
+        const runs = await runsOf(topology, lambda60, runner);
+        const gap = meanCi(
+          runs.map(
+            (r, i) => percent(r.counted, 'success') - percent(bestRuns[i]!.counted, 'success'),
+          ),
+        );
+        bestGap = Math.max(bestGap, gap.mean);
+        cycleRows.push([
+          topology,
+          runner.kind === 'cycle' ? runner.policies.join(' / ') : '',
+          formatCi(meanCi(runs.map((r) => percent(r.counted, 'success')))),
+          formatCi(gap),
+        ]);
+      }
+      figures[`${snake(topology)}_best_cycle_minus_best_static`] = bestGap;
+    }
+    printTable(
+      `lambda = 60: the best static policy alternated window by window with each other policy, success % (counted from ${warmupMs / 1000} s), mean ± 95% CI over ${settings.seeds.length} seeds`,
+      ['topology', 'cycle', 'success %', 'minus the best static (paired)'],
+      cycleRows,
+    );
 
     // 5: simulation speed.
     const speedRuns = (

@@ -24,8 +24,15 @@ type TopologyName = (typeof topologyNames)[number];
 /** The paper's loads: a constant lambda, or one of the two dynamic patterns of figure 7. */
 type Load = { kind: 'constant'; lambda: number } | { kind: 'pattern'; name: 'rising' | 'falling' };
 
-/** Who picks the policy: a static policy or the greedy oracle (ASET runs in the main thread). */
-type Runner = { kind: 'static'; policy: PolicyName } | { kind: 'oracle'; lookaheadWindows: number };
+/**
+ * Who picks the policy: a static policy, the greedy oracle, or a fixed cycle of policies, one per
+ * window (a state-blind mixture: if none beats the best static policy, a meta-policy can only win
+ * by reading the state). ASET runs in the main thread.
+ */
+type Runner =
+  | { kind: 'static'; policy: PolicyName }
+  | { kind: 'oracle'; lookaheadWindows: number }
+  | { kind: 'cycle'; policies: readonly PolicyName[] };
 
 /** One seed-run: everything a thread needs to reproduce it exactly. */
 interface SimJob {
@@ -104,7 +111,17 @@ async function runSimJob(job: SimJob): Promise<JobResult> {
       simulatedMs: run.simulatedMs,
     };
   }
-  const run = await runControlled(options, staticController(job.runner.policy), spec);
+  const runner = job.runner;
+  let controller = staticController(runner.kind === 'static' ? runner.policy : 'closest');
+  if (runner.kind === 'cycle') {
+    if (runner.policies.length === 0) throw new RangeError('a cycle needs at least one policy');
+    let next = 0;
+    controller = {
+      name: runner.policies.join('+'),
+      choose: () => runner.policies[next++ % runner.policies.length]!,
+    };
+  }
+  const run = await runControlled(options, controller, spec);
   return { ...run, wallMs: performance.now() - started, simulatedMs: job.durationMs };
 }
 

@@ -528,6 +528,14 @@ interface DqnOptions {
    * A guard against a badly scaled input or reward, not a substitute for normalising it.
    */
   readonly maxGradientNorm?: number;
+  /**
+   * Double DQN (van Hasselt et al., 2016): line 16's max_a' Q(s', a'; phi_k) becomes
+   * Q(s', argmax_a' Q(s', a'; phi); phi_k), the action picked by the online network and valued
+   * by the frozen one. Default false (the paper's target). The max over noisy estimates is biased
+   * upwards, most for the actions seen least; when the true differences between actions are
+   * small, as between our static policies, that bias decides the ranking.
+   */
+  readonly double?: boolean;
   readonly seed: number;
 }
 
@@ -564,6 +572,7 @@ class DqnAgent {
   readonly loss: 'squared' | 'huber';
   readonly huberDelta: number;
   readonly maxGradientNorm: number | undefined;
+  readonly double: boolean;
   readonly #optimizer: Adam;
   readonly #explore: () => number;
   readonly #draw: () => number;
@@ -573,6 +582,7 @@ class DqnAgent {
   /** Per batch row: its target C; the rows whose s' the target network runs on; d L / d Q. */
   readonly #targets: Float64Array;
   readonly #pending: Int32Array;
+  readonly #nextActions: Int32Array;
   readonly #gradOutput: Float64Array;
   #episode = 0;
   #steps = 0;
@@ -604,6 +614,7 @@ class DqnAgent {
     this.huberDelta = options.huberDelta ?? 1;
     if (!(this.huberDelta > 0)) throw new Error('huberDelta must be > 0');
     this.maxGradientNorm = options.maxGradientNorm;
+    this.double = options.double ?? false;
     if (this.maxGradientNorm !== undefined && !(this.maxGradientNorm > 0))
       throw new Error('maxGradientNorm must be > 0');
     const capacity = positiveInt(options.replayCapacity ?? 10_000, 'replayCapacity');
@@ -628,6 +639,7 @@ class DqnAgent {
     this.#frozen = new BatchedMlp(this.target, this.batchSize);
     this.#targets = new Float64Array(this.batchSize);
     this.#pending = new Int32Array(this.batchSize);
+    this.#nextActions = new Int32Array(this.batchSize);
     this.#gradOutput = new Float64Array(this.batchSize * this.actions);
   }
 
@@ -774,10 +786,22 @@ class DqnAgent {
       pending += 1;
     }
     if (pending > 0) {
+      // Double DQN: the online network picks a' on s' (its buffer is refilled with s below).
+      const picked = this.#nextActions;
+      if (this.double) {
+        for (let p = 0; p < pending; p += 1) {
+          this.#online.setInput(p, replay.next(slots[start + this.#pending[p]!]!));
+        }
+        const online = this.#online.forward(pending);
+        for (let p = 0; p < pending; p += 1) {
+          picked[p] = greedyAction(online.subarray(p * actions, (p + 1) * actions));
+        }
+      }
       const q = this.#frozen.forward(pending);
       for (let p = 0; p < pending; p += 1) {
         let best = q[p * actions]!;
-        for (let a = 1; a < actions; a += 1) best = Math.max(best, q[p * actions + a]!);
+        if (this.double) best = q[p * actions + picked[p]!]!;
+        else for (let a = 1; a < actions; a += 1) best = Math.max(best, q[p * actions + a]!);
         targets[this.#pending[p]!]! += this.gamma * best;
       }
     }
@@ -822,7 +846,10 @@ class DqnAgent {
       let c = replay.reward(slot);
       if (!replay.terminal(slot)) {
         const next = this.target.logits(replay.next(slot));
-        c += this.gamma * next[greedyAction(next)]!;
+        const picked = this.double
+          ? greedyAction(this.network.logits(replay.next(slot)))
+          : greedyAction(next);
+        c += this.gamma * next[picked]!;
       }
       total += this.#lossOf(this.network.logits(replay.state(slot))[replay.action(slot)]! - c);
     }

@@ -2,9 +2,11 @@
  * The DQN's state (paper section IV-B): eq. (11) per worker, for the samples of the last window
  * of T, as one flat vector. Two choices of ours, both about what a small network can learn from:
  *
- * - Time: the window's per-second samples are averaged into `timeSlices` equal slices (5 of
- *   5 s for T = 25 s) instead of 25 rows. The slices keep the trend inside the window (rising or
- *   falling load) at a fifth of the input size.
+ * - Time: the window's per-second samples are averaged over the window, as the paper writes
+ *   ("averaged along a time window of size T"): `timeSlices` = 1. Averaging into several
+ *   consecutive slices instead (5 of 5 s kept the trend inside the window) is still supported,
+ *   but gave the Q-network five times the inputs for the same few thousand transitions, and it
+ *   learned worse with them (docs/aset.md).
  * - Scale: every feature is divided by the worker's capacity C_w (|I_w| by C_w / 10, since a
  *   stream carries about ten queries per second), so 1 means "as much as the worker can take"
  *   on every worker and in every topology, and clipped at 4 so an overloaded worker cannot
@@ -16,14 +18,14 @@ import { STREAMS, featuresPerWorker } from './observation.js';
 import type { SimulationWindow } from './simulator.js';
 import type { Topology } from './types.js';
 
-/** Averages of the window's samples the state keeps, oldest first. */
-const timeSlices = 5;
+/** Averages of the window's samples the state keeps, oldest first (default of `slices`). */
+const timeSlices = 1;
 const clip = 4;
 const queriesPerStream = 10;
 
 /** Length of the state vector for `topology`: what the Q-network takes. */
-function stateSize(topology: Topology): number {
-  return timeSlices * topology.workers.length * featuresPerWorker;
+function stateSize(topology: Topology, slices = timeSlices): number {
+  return slices * topology.workers.length * featuresPerWorker;
 }
 
 /** 1 / capacity per worker, for the unbounded cloud 0 (its features carry no load signal). */
@@ -40,20 +42,22 @@ function scales(topology: Topology): Float64Array {
 function encodeState(
   topology: Topology,
   window: SimulationWindow | undefined,
-  out: Float32Array = new Float32Array(stateSize(topology)),
+  into?: Float32Array,
+  timeSlots = timeSlices,
 ): Float32Array {
+  const out = into ?? new Float32Array(stateSize(topology, timeSlots));
   out.fill(0);
   const samples = window?.samples ?? [];
   if (samples.length === 0) return out;
   const workers = topology.workers.length;
   const rowSize = workers * featuresPerWorker;
   const inverse = scales(topology);
-  const slices = Math.min(timeSlices, samples.length);
+  const slices = Math.min(timeSlots, samples.length);
   for (let s = 0; s < slices; s += 1) {
     // Slice s of `slices` covers samples [from, to); they land in the newest slots.
     const from = Math.floor((s * samples.length) / slices);
     const to = Math.floor(((s + 1) * samples.length) / slices);
-    const base = (timeSlices - slices + s) * rowSize;
+    const base = (timeSlots - slices + s) * rowSize;
     for (let i = from; i < to; i += 1) {
       const features = samples[i]!.features;
       for (let j = 0; j < rowSize; j += 1) out[base + j]! += features[j]!;

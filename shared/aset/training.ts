@@ -16,8 +16,13 @@
  * - Each episode starts from an empty system, warmed up for `warmupMs` under static policies
  *   drawn at random per window (not recorded), so the agent learns on loaded states like those
  *   it meets when deployed.
+ * - Checkpoint selection (optional, `validation`): every few episodes the greedy policy plays
+ *   whole runs on validation seeds, kept apart from the training and the evaluation seeds, and
+ *   the network that scored best is the one returned. The weights at the last episode are one
+ *   draw from a noisy process: when the true differences between policies are a point or two,
+ *   the last few hundred gradient steps can reorder them.
  */
-import { DqnAgent } from './dqn.js';
+import { DqnAgent, greedyAction } from './dqn.js';
 import type { DqnOptions, EpisodeReport } from './dqn.js';
 import type { Scenario } from './scenario.js';
 import { createSimulation } from './simulator.js';
@@ -26,6 +31,7 @@ import { encodeState, stateSize } from './state.js';
 import { policyNames } from './types.js';
 import { constantLambda } from './workload.js';
 import { seededRandom } from '../training/random.js';
+import type { Network } from '../training/network.js';
 
 interface TrainingOptions {
   readonly scenario: Scenario;
@@ -47,8 +53,29 @@ interface TrainingOptions {
   /** theta; default 0.1. */
   readonly theta?: number;
   readonly dqn?: Partial<Omit<DqnOptions, 'stateSize' | 'actions' | 'seed'>>;
+  /** Checkpoint selection on held-out seeds; default none (the last network is returned). */
+  readonly validation?: ValidationOptions;
   /** Called after every episode (progress bar, learning curve). */
   readonly onEpisode?: (result: EpisodeResult) => void;
+  /** Called after every validation. */
+  readonly onValidation?: (result: ValidationResult) => void;
+}
+
+interface ValidationOptions {
+  /** Seeds of the validation runs: none of the training seeds 1..P, none the bench uses. */
+  readonly seeds: readonly number[];
+  /** A validation after every this many episodes, and after the last one. */
+  readonly everyEpisodes: number;
+  /** Length of a run and its uncounted warm-up, as the bench's runs; default 10 and 2 min. */
+  readonly durationMs?: number;
+  readonly warmupMs?: number;
+}
+
+interface ValidationResult {
+  /** Episodes trained when the network was scored. */
+  readonly episodes: number;
+  /** Successful / counted queries over all validation runs. */
+  readonly success: number;
 }
 
 interface EpisodeResult extends EpisodeReport {
@@ -75,7 +102,50 @@ function reward(window: SimulationWindow, phi: number, psi: number): number {
   return phi > 1 - failed ? -failed : psi;
 }
 
-function trainAset(options: TrainingOptions): { agent: DqnAgent; episodes: EpisodeResult[] } {
+/**
+ * Success ratio of the greedy policy of `network` on one run per seed: the bench's protocol (a
+ * decision every window from the window just ended, the warm-up windows played but not
+ * counted), without onnxruntime.
+ */
+function scoreGreedy(
+  network: Network,
+  scenario: Scenario,
+  seeds: readonly number[],
+  run: { lambda: number; windowMs: number; durationMs: number; warmupMs: number },
+): number {
+  const { topology, apps } = scenario;
+  const state = new Float32Array(stateSize(topology));
+  let success = 0;
+  let counted = 0;
+  for (const seed of seeds) {
+    const simulation = createSimulation({
+      topology,
+      apps,
+      lambda: constantLambda(run.lambda),
+      seed,
+    });
+    let previous: SimulationWindow | undefined;
+    for (let end = run.windowMs; end <= run.durationMs; end += run.windowMs) {
+      encodeState(topology, previous, state);
+      simulation.setPolicy(policyNames[greedyAction(network.logits(state))]!);
+      simulation.runUntil(end);
+      previous = simulation.takeWindow();
+      if (previous.startMs >= run.warmupMs) {
+        success += previous.success;
+        counted += previous.success + previous.qosFailure + previous.rejected;
+      }
+    }
+  }
+  return counted === 0 ? 1 : success / counted;
+}
+
+function trainAset(options: TrainingOptions): {
+  agent: DqnAgent;
+  episodes: EpisodeResult[];
+  /** The network to deploy: the best validated one, or the last when there is no validation. */
+  network: Network;
+  validations: ValidationResult[];
+} {
   const { topology, apps } = options.scenario;
   const windowMs = options.windowMs ?? 25_000;
   const horizon = Math.round((options.horizonMs ?? 8 * 60_000) / windowMs);
@@ -95,6 +165,36 @@ function trainAset(options: TrainingOptions): { agent: DqnAgent; episodes: Episo
   const results: EpisodeResult[] = [];
   let state = new Float32Array(size);
   let next = new Float32Array(size);
+  const validation = options.validation;
+  if (validation !== undefined) {
+    if (validation.seeds.length === 0) throw new RangeError('validation needs at least one seed');
+    if (validation.seeds.some((s) => s >= 1 && s <= options.trainingSeeds)) {
+      throw new RangeError(
+        `validation seeds must not be training seeds 1..${options.trainingSeeds}`,
+      );
+    }
+    if (!Number.isInteger(validation.everyEpisodes) || validation.everyEpisodes < 1) {
+      throw new RangeError('validation.everyEpisodes must be an integer >= 1');
+    }
+  }
+  const validations: ValidationResult[] = [];
+  let best: { network: Network; success: number } | undefined;
+  const validate = (episodes: number) => {
+    if (validation === undefined) return;
+    const success = scoreGreedy(agent.network, options.scenario, validation.seeds, {
+      lambda: options.lambda ?? 60,
+      windowMs,
+      durationMs: validation.durationMs ?? 10 * 60_000,
+      warmupMs: validation.warmupMs ?? 2 * 60_000,
+    });
+    const result = { episodes, success };
+    validations.push(result);
+    options.onValidation?.(result);
+    // Strictly better: on a tie the earlier (less trained on the same seeds) network stays.
+    if (best === undefined || success > best.success) {
+      best = { network: agent.network.clone(), success };
+    }
+  };
   for (let k = 0; k < options.episodes; k += 1) {
     const simulationSeed = 1 + Math.floor(draw() * options.trainingSeeds);
     const simulation = createSimulation({
@@ -145,9 +245,16 @@ function trainAset(options: TrainingOptions): { agent: DqnAgent; episodes: Episo
     };
     results.push(result);
     options.onEpisode?.(result);
+    const trained = k + 1;
+    if (
+      validation !== undefined &&
+      (trained % validation.everyEpisodes === 0 || trained === options.episodes)
+    ) {
+      validate(trained);
+    }
   }
-  return { agent, episodes: results };
+  return { agent, episodes: results, network: best?.network ?? agent.network, validations };
 }
 
-export { trainAset, reward };
-export type { TrainingOptions, EpisodeResult };
+export { trainAset, reward, scoreGreedy };
+export type { TrainingOptions, EpisodeResult, ValidationOptions, ValidationResult };

@@ -190,6 +190,7 @@ describe('TD loss gradient (batched training path)', () => {
     ['squared (the paper)', { loss: 'squared' }],
     ['huber, mostly quadratic', { loss: 'huber', huberDelta: 5 }],
     ['huber, mostly linear', { loss: 'huber', huberDelta: 0.05 }],
+    ['double DQN, huber', { loss: 'huber', huberDelta: 1, double: true }],
   ] as const)('%s: analytic = numeric, loss = the per-sample reference', (_name, options) => {
     for (const seed of [1, 2, 3]) {
       const agent = filledAgent(options, seed);
@@ -210,6 +211,29 @@ describe('TD loss gradient (batched training path)', () => {
       for (let i = 0; i < p.value.length; i += 1) p.value[i]! *= 2;
     expect(agent.tdLoss([terminal])).toBe(before[0]);
     expect(agent.tdLoss([bootstrapped])).not.toBe(before[1]);
+  });
+
+  it("double DQN values the online network's choice on s' with the frozen network", () => {
+    const slot = 1;
+    const agent = filledAgent({ double: true }, 6);
+    const plain = filledAgent({}, 6);
+    expect(agent.replay.terminal(slot)).toBe(false);
+    const next = agent.replay.next(slot);
+    const frozen = Array.from(agent.target.logits(next));
+    const picked = greedyAction(agent.network.logits(next));
+    const q = agent.network.logits(agent.replay.state(slot))[agent.replay.action(slot)]!;
+    const expected = (target: number) => (q - (agent.replay.reward(slot) + 0.9 * target)) ** 2;
+    expect(agent.tdLoss([slot])).toBeCloseTo(expected(frozen[picked]!), 10);
+    expect(plain.tdLoss([slot])).toBeCloseTo(expected(Math.max(...frozen)), 10);
+    // The fixture's target is the online network shifted, so the two choices can coincide;
+    // make the frozen network prefer another action and the targets must part.
+    const other = (picked + 1) % 3;
+    const bias = agent.target.params[agent.target.params.length - 1]!;
+    bias.value[other]! += 10;
+    const plainBias = plain.target.params[plain.target.params.length - 1]!;
+    plainBias.value[other]! += 10;
+    expect(agent.tdLoss([slot])).not.toBeCloseTo(plain.tdLoss([slot]), 3);
+    expect(agent.accumulateGradients([slot])).toBeCloseTo(agent.tdLoss([slot]), 10);
   });
 
   it("gradient clipping caps the step's gradient norm", () => {

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { featuresPerWorker, LOAD, STREAMS } from '../../../shared/aset/observation.js';
 import type { Observation } from '../../../shared/aset/observation.js';
 import type { SimulationWindow } from '../../../shared/aset/simulator.js';
-import { encodeState, stateSize, timeSlices } from '../../../shared/aset/state.js';
+import { encodeState, stateSize, timeSlices as defaultSlices } from '../../../shared/aset/state.js';
 import type { Topology, Worker } from '../../../shared/aset/types.js';
 
 /** Only what the encoding reads of a topology: the workers' capacities. */
@@ -12,6 +12,8 @@ const topology = {
   workers: [{ capacity: 100 }, { capacity: 50 }] as unknown as Worker[],
 } as unknown as Topology;
 const rowSize = 2 * featuresPerWorker;
+/** The slicing is exercised with five slices; the trainer's default is one (the window mean). */
+const timeSlices = 5;
 
 function sample(timeMs: number, set: (row: Float32Array) => void): Observation {
   const features = new Float32Array(rowSize);
@@ -27,7 +29,8 @@ describe('ASET state encoding', () => {
   it('is all zeros before the first window', () => {
     const state = encodeState(topology, undefined);
     expect(state.length).toBe(stateSize(topology));
-    expect(state.length).toBe(timeSlices * rowSize);
+    expect(state.length).toBe(defaultSlices * rowSize);
+    expect(stateSize(topology, timeSlices)).toBe(timeSlices * rowSize);
     expect(state.every((v) => v === 0)).toBe(true);
   });
 
@@ -39,7 +42,7 @@ describe('ASET state encoding', () => {
         row[featuresPerWorker + STREAMS] = i;
       }),
     );
-    const state = encodeState(topology, window(samples));
+    const state = encodeState(topology, window(samples), undefined, timeSlices);
     for (let s = 0; s < timeSlices; s += 1) {
       const meanI = (2 * s + 2 * s + 1) / 2;
       // load / C0 = 10 i / 100; streams * 10 / C1 = i * 10 / 50
@@ -50,11 +53,25 @@ describe('ASET state encoding', () => {
 
   it('puts a short window in the newest slices and clips overloads at 4', () => {
     const samples = [sample(0, (row) => (row[LOAD] = 1_000))];
-    const state = encodeState(topology, window(samples));
+    const state = encodeState(
+      topology,
+      window(samples),
+      new Float32Array(stateSize(topology, timeSlices)),
+      timeSlices,
+    );
     for (let s = 0; s < timeSlices - 1; s += 1) {
       expect(state.subarray(s * rowSize, (s + 1) * rowSize).every((v) => v === 0)).toBe(true);
     }
     expect(state[(timeSlices - 1) * rowSize + LOAD]).toBe(4);
+  });
+
+  it('by default averages the whole window into one slice', () => {
+    const samples = Array.from({ length: 25 }, (_, i) =>
+      sample(i * 1000, (row) => (row[LOAD] = i)),
+    );
+    const state = encodeState(topology, window(samples));
+    expect(defaultSlices).toBe(1);
+    expect(state[LOAD]).toBeCloseTo(12 / 100, 6);
   });
 
   it('reuses the output buffer without leaking the previous state', () => {

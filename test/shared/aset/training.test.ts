@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { loadScenario } from '../../../shared/aset/scenario.js';
 import type { Scenario } from '../../../shared/aset/scenario.js';
 import type { SimulationWindow } from '../../../shared/aset/simulator.js';
-import { reward, trainAset } from '../../../shared/aset/training.js';
+import { reward, scoreGreedy, trainAset } from '../../../shared/aset/training.js';
 import type { TrainingOptions } from '../../../shared/aset/training.js';
 
 const dataDir = new URL('../../../data/aset/', import.meta.url);
@@ -70,5 +70,39 @@ describe('ASET training', () => {
     expect(only!.return).toBeGreaterThanOrEqual(-3);
     expect(agent.replay.size).toBe(1);
     expect(agent.replay.terminal(0)).toBe(true);
+  });
+
+  it('keeps the network that scored best on the validation seeds, scored as the bench does', () => {
+    const validation = { seeds: [51], everyEpisodes: 2, durationMs: 75_000, warmupMs: 25_000 };
+    const seen: number[] = [];
+    const run = trainAset(
+      small({ episodes: 5, validation, onValidation: (v) => seen.push(v.episodes) }),
+    );
+    // After episodes 2 and 4, and after the last.
+    expect(run.validations.map((v) => v.episodes)).toEqual([2, 4, 5]);
+    expect(seen).toEqual([2, 4, 5]);
+    const rescore = scoreGreedy(run.network, scenario, validation.seeds, {
+      lambda: 60,
+      windowMs: 25_000,
+      durationMs: validation.durationMs,
+      warmupMs: validation.warmupMs,
+    });
+    const best = Math.max(...run.validations.map((v) => v.success));
+    expect(rescore).toBe(best);
+    const first = run.validations.findIndex((v) => v.success === best);
+    // A later network is returned only if it scored strictly better than every earlier one.
+    expect(run.validations.slice(0, first).every((v) => v.success < best)).toBe(true);
+    // The selected network is a copy: training on did not change it after its validation.
+    if (first < run.validations.length - 1) {
+      expect(run.network).not.toBe(run.agent.network);
+    }
+    // Deterministic, validation included.
+    expect(trainAset(small({ episodes: 5, validation })).validations).toEqual(run.validations);
+  });
+
+  it('refuses validation seeds that are training seeds', () => {
+    expect(() => trainAset(small({ validation: { seeds: [3], everyEpisodes: 1 } }))).toThrow(
+      /validation seeds must not be training seeds 1..5/,
+    );
   });
 });
