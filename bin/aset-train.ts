@@ -80,10 +80,14 @@ const bar = new SingleBar({
   format: `aset ${topology} [{bar}] {value}/{total} episodes | eps {eps} | success {success}% (last 20: {recent}%) | loss {loss} | {duration_formatted}`,
   stream: process.stderr,
   hideCursor: true,
-  // Redirected to a file or a CI log, it still reports, a line every 10 s.
+  // Redirected to a file or a CI log, it still reports: a line every 10 s (see onEpisode).
   noTTYOutput: true,
   notTTYSchedule: 10_000,
 });
+// cli-progress draws non-TTY lines from a timer, which never fires while the synchronous
+// training loop holds the event loop; so the loop draws them itself.
+const lineEveryMs = 10_000;
+let lastLine = performance.now();
 bar.start(episodes, 0, { eps: '1.00', success: '-', recent: '-', loss: '-' });
 const started = performance.now();
 const curve: EpisodeResult[] = [];
@@ -104,6 +108,10 @@ const { network } = trainAset({
       recent: percent(recent.reduce((s, r) => s + r.success, 0) / recent.length),
       loss: Number.isNaN(result.loss) ? '-' : result.loss.toFixed(4),
     });
+    if (!process.stderr.isTTY && performance.now() - lastLine >= lineEveryMs) {
+      lastLine = performance.now();
+      bar.render();
+    }
   },
 });
 bar.stop();
