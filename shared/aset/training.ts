@@ -190,7 +190,7 @@ function trainAset(options: TrainingOptions): {
     const result = { episodes, success };
     validations.push(result);
     options.onValidation?.(result);
-    // Strictly better: on a tie the earlier (less trained on the same seeds) network stays.
+    // Strictly better: on a tie the earlier network stays.
     if (best === undefined || success > best.success) {
       best = { network: agent.network.clone(), success };
     }
