@@ -17,7 +17,7 @@ import { exportQNetwork } from '../shared/aset/dqn.js';
 import { loadScenario } from '../shared/aset/scenario.js';
 import { stateSize } from '../shared/aset/state.js';
 import { trainAset } from '../shared/aset/training.js';
-import type { EpisodeResult, TrainingOptions, ValidationResult } from '../shared/aset/training.js';
+import type { EpisodeResult, TrainingOptions } from '../shared/aset/training.js';
 
 const root = new URL('../../', import.meta.url);
 const dataDir = new URL('data/aset/', root);
@@ -92,13 +92,9 @@ bar.start(episodes, 0, { eps: '1.00', success: '-', recent: '-', loss: '-' });
 const started = performance.now();
 const curve: EpisodeResult[] = [];
 const percent = (v: number) => (v * 100).toFixed(1);
-const validations: ValidationResult[] = [];
-const { network } = trainAset({
+const { network, validations, selected } = trainAset({
   ...settings,
   scenario,
-  onValidation(result) {
-    validations.push(result);
-  },
   onEpisode(result) {
     curve.push(result);
     const recent = curve.slice(-20);
@@ -117,11 +113,6 @@ const { network } = trainAset({
 bar.stop();
 const seconds = (performance.now() - started) / 1000;
 
-// The first of the best, as trainAset keeps it (a later tie does not replace it).
-const chosen = validations.reduce<ValidationResult | undefined>(
-  (best, v) => (best === undefined || v.success > best.success ? v : best),
-  undefined,
-);
 const models = new URL('models/', root);
 mkdirSync(models, { recursive: true });
 const bytes = exportQNetwork(
@@ -139,7 +130,7 @@ const summary = {
   workers: scenario.topology.workers.length,
   trainingSeconds: Math.round(seconds),
   settings,
-  selected: chosen,
+  selected,
   validations: validations.map((v) => ({
     episodes: v.episodes,
     success: Number(v.success.toFixed(5)),
@@ -177,5 +168,5 @@ await writeLinePlot(plot, {
   ],
 });
 process.stdout.write(
-  `${JSON.stringify({ topology, episodes, seconds: Math.round(seconds), selected: chosen, sha256: summary.sha256, plot: plot.pathname })}\n`,
+  `${JSON.stringify({ topology, episodes, seconds: Math.round(seconds), selected, sha256: summary.sha256, plot: plot.pathname })}\n`,
 );

@@ -4,7 +4,7 @@
  */
 import { existsSync } from 'node:fs';
 import { runControlled, staticController } from '../../shared/aset/episode.js';
-import type { ControlledWindow } from '../../shared/aset/episode.js';
+import type { ControlledWindow, WindowController } from '../../shared/aset/episode.js';
 import { runGreedyOracle } from '../../shared/aset/oracle.js';
 import { loadScenario } from '../../shared/aset/scenario.js';
 import type { Scenario } from '../../shared/aset/scenario.js';
@@ -93,6 +93,15 @@ async function optionsFor(
   return { topology, apps, lambda: scheduleOf(job.load), seed: job.seed };
 }
 
+/** The window controller of a static or cycle runner. */
+function controllerFor(runner: Extract<Runner, { kind: 'static' | 'cycle' }>): WindowController {
+  if (runner.kind === 'static') return staticController(runner.policy);
+  const { policies } = runner;
+  if (policies.length === 0) throw new RangeError('a cycle needs at least one policy');
+  let next = 0;
+  return { name: policies.join('+'), choose: () => policies[next++ % policies.length]! };
+}
+
 /**
  * Runs a static or oracle job through the same loop and counting as ASET, timing only the
  * simulation (not the scenario parsing) so the speed figure is the simulator's.
@@ -111,17 +120,7 @@ async function runSimJob(job: SimJob): Promise<JobResult> {
       simulatedMs: run.simulatedMs,
     };
   }
-  const runner = job.runner;
-  let controller = staticController(runner.kind === 'static' ? runner.policy : 'closest');
-  if (runner.kind === 'cycle') {
-    if (runner.policies.length === 0) throw new RangeError('a cycle needs at least one policy');
-    let next = 0;
-    controller = {
-      name: runner.policies.join('+'),
-      choose: () => runner.policies[next++ % runner.policies.length]!,
-    };
-  }
-  const run = await runControlled(options, controller, spec);
+  const run = await runControlled(options, controllerFor(job.runner), spec);
   return { ...run, wallMs: performance.now() - started, simulatedMs: job.durationMs };
 }
 

@@ -23,6 +23,8 @@
  *   the last few hundred gradient steps can reorder them.
  */
 import { DqnAgent, greedyAction } from './dqn.js';
+import { summarize, windowEnds } from './episode.js';
+import type { ControlledWindow } from './episode.js';
 import type { DqnOptions, EpisodeReport } from './dqn.js';
 import type { Scenario } from './scenario.js';
 import { createSimulation } from './simulator.js';
@@ -124,17 +126,19 @@ function scoreGreedy(
       lambda: constantLambda(run.lambda),
       seed,
     });
+    const windows: ControlledWindow[] = [];
     let previous: SimulationWindow | undefined;
-    for (let end = run.windowMs; end <= run.durationMs; end += run.windowMs) {
+    for (const end of windowEnds(run.durationMs, run.windowMs)) {
       encodeState(topology, previous, state);
-      simulation.setPolicy(policyNames[greedyAction(network.logits(state))]!);
+      const policy = policyNames[greedyAction(network.logits(state))]!;
+      simulation.setPolicy(policy);
       simulation.runUntil(end);
       previous = simulation.takeWindow();
-      if (previous.startMs >= run.warmupMs) {
-        success += previous.success;
-        counted += previous.success + previous.qosFailure + previous.rejected;
-      }
+      windows.push({ ...previous, policy });
     }
+    const { counted: outcomes } = summarize(windows, run.warmupMs);
+    success += outcomes.success;
+    counted += outcomes.success + outcomes.qosFailure + outcomes.rejected;
   }
   return counted === 0 ? 1 : success / counted;
 }
@@ -145,6 +149,8 @@ function trainAset(options: TrainingOptions): {
   /** The network to deploy: the best validated one, or the last when there is no validation. */
   network: Network;
   validations: ValidationResult[];
+  /** The validation `network` scored (the first of the best); none without validation. */
+  selected: ValidationResult | undefined;
 } {
   const { topology, apps } = options.scenario;
   const windowMs = options.windowMs ?? 25_000;
@@ -178,7 +184,7 @@ function trainAset(options: TrainingOptions): {
     }
   }
   const validations: ValidationResult[] = [];
-  let best: { network: Network; success: number } | undefined;
+  let best: { network: Network; result: ValidationResult } | undefined;
   const validate = (episodes: number) => {
     if (validation === undefined) return;
     const success = scoreGreedy(agent.network, options.scenario, validation.seeds, {
@@ -191,8 +197,8 @@ function trainAset(options: TrainingOptions): {
     validations.push(result);
     options.onValidation?.(result);
     // Strictly better: on a tie the earlier network stays.
-    if (best === undefined || success > best.success) {
-      best = { network: agent.network.clone(), success };
+    if (best === undefined || success > best.result.success) {
+      best = { network: agent.network.clone(), result };
     }
   };
   for (let k = 0; k < options.episodes; k += 1) {
@@ -253,7 +259,13 @@ function trainAset(options: TrainingOptions): {
       validate(trained);
     }
   }
-  return { agent, episodes: results, network: best?.network ?? agent.network, validations };
+  return {
+    agent,
+    episodes: results,
+    network: best?.network ?? agent.network,
+    validations,
+    selected: best?.result,
+  };
 }
 
 export { trainAset, reward, scoreGreedy };
