@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { SingleBar } from 'cli-progress';
 import { writeLinePlot } from '../bench/support/plot.js';
 import { exportQNetwork } from '../shared/aset/dqn.js';
-import { loadScenario } from '../shared/aset/scenario.js';
+import { loadScenario, scenarioFingerprint } from '../shared/aset/scenario.js';
 import { stateSize } from '../shared/aset/state.js';
 import { trainAset } from '../shared/aset/training.js';
 import type { EpisodeResult, TrainingOptions } from '../shared/aset/training.js';
@@ -126,6 +126,7 @@ const summary = {
   topology,
   bytes: bytes.length,
   sha256: createHash('sha256').update(bytes).digest('hex'),
+  scenarioSha256: scenarioFingerprint(scenario),
   stateSize: stateSize(scenario.topology),
   workers: scenario.topology.workers.length,
   trainingSeconds: Math.round(seconds),

@@ -34,6 +34,7 @@ import { runControlled } from '../../shared/aset/episode.js';
 import type { WindowController } from '../../shared/aset/episode.js';
 import { bestStaticInHindsight } from '../../shared/aset/oracle.js';
 import type { Outcomes } from '../../shared/aset/simulator.js';
+import { scenarioFingerprint } from '../../shared/aset/scenario.js';
 import { policyNames } from '../../shared/aset/types.js';
 import type { PolicyName, Topology } from '../../shared/aset/types.js';
 import { writeLinePlot } from '../support/plot.js';
@@ -116,8 +117,15 @@ function settingsFrom(args: string[], root: URL): Settings {
   };
 }
 
-/** Stops before any work when a model is missing or was trained on an evaluation seed. */
-function modelFile(models: URL, topology: TopologyName, seeds: readonly number[]): URL {
+/**
+ * Stops before any work when a model is missing, was trained on other data than data/aset/ holds
+ * now, or was trained or selected on an evaluation seed.
+ */
+async function modelFile(
+  models: URL,
+  topology: TopologyName,
+  seeds: readonly number[],
+): Promise<URL> {
   const file = new URL(`aset-${topology}.onnx`, models);
   if (!existsSync(file)) {
     throw new Error(
@@ -125,25 +133,35 @@ function modelFile(models: URL, topology: TopologyName, seeds: readonly number[]
     );
   }
   const card = new URL(`aset-${topology}.json`, models);
-  if (existsSync(card)) {
-    const summary = JSON.parse(readFileSync(card, 'utf8')) as {
-      settings?: { trainingSeeds?: unknown; validation?: { seeds?: unknown } };
-    };
-    const trainingSeeds = summary.settings?.trainingSeeds;
-    if (typeof trainingSeeds === 'number' && trainingSeeds >= Math.min(...seeds)) {
-      throw new Error(
-        `${relative(process.cwd(), fileURLToPath(card))}: trained on seeds 1..${trainingSeeds}, which overlap the evaluation seeds from ${Math.min(...seeds)}`,
-      );
-    }
-    const validationSeeds = summary.settings?.validation?.seeds;
-    if (
-      Array.isArray(validationSeeds) &&
-      validationSeeds.some((s) => seeds.includes(s as number))
-    ) {
-      throw new Error(
-        `${relative(process.cwd(), fileURLToPath(card))}: selected on validation seeds ${validationSeeds.join(', ')}, which overlap the evaluation seeds`,
-      );
-    }
+  const cardName = relative(process.cwd(), fileURLToPath(card));
+  if (!existsSync(card)) {
+    throw new Error(`${cardName} is missing: npm run aset:train writes it beside the model`);
+  }
+  const summary = JSON.parse(readFileSync(card, 'utf8')) as {
+    scenarioSha256?: unknown;
+    settings?: { trainingSeeds?: unknown; validation?: { seeds?: unknown } };
+  };
+  const current = scenarioFingerprint(await scenarioFor(topology));
+  if (summary.scenarioSha256 !== current) {
+    const recorded =
+      typeof summary.scenarioSha256 === 'string'
+        ? `was trained on scenario ${summary.scenarioSha256}`
+        : 'records no scenarioSha256 (trained before networks recorded their data)';
+    throw new Error(
+      `${cardName} ${recorded}, but data/aset/ now gives ${current}: retrain with \`npm run aset:train -- --topology ${topology}\``,
+    );
+  }
+  const trainingSeeds = summary.settings?.trainingSeeds;
+  if (typeof trainingSeeds === 'number' && trainingSeeds >= Math.min(...seeds)) {
+    throw new Error(
+      `${cardName}: trained on seeds 1..${trainingSeeds}, which overlap the evaluation seeds from ${Math.min(...seeds)}`,
+    );
+  }
+  const validationSeeds = summary.settings?.validation?.seeds;
+  if (Array.isArray(validationSeeds) && validationSeeds.some((s) => seeds.includes(s as number))) {
+    throw new Error(
+      `${cardName}: selected on validation seeds ${validationSeeds.join(', ')}, which overlap the evaluation seeds`,
+    );
   }
   return file;
 }
@@ -195,7 +213,7 @@ async function runAset(
     const mine = plan.filter((p) => p.topology === topology);
     if (mine.length === 0) continue;
     const model = new Uint8Array(
-      readFileSync(modelFile(settings.models, topology, settings.seeds)),
+      readFileSync(await modelFile(settings.models, topology, settings.seeds)),
     );
     const { topology: built } = await scenarioFor(topology);
     const controller = await asetModule.createAsetController({ model, topology: built });
@@ -242,7 +260,8 @@ async function main(args: string[] = []): Promise<void> {
   const withAset = !settings.staticOnly;
   // Fail fast: a missing model must stop the bench before minutes of simulation, not after.
   if (withAset)
-    for (const topology of topologyNames) modelFile(settings.models, topology, settings.seeds);
+    for (const topology of topologyNames)
+      await modelFile(settings.models, topology, settings.seeds);
 
   const lambda60: Load = { kind: 'constant', lambda: 60 };
   const oracleRunner: Runner = { kind: 'oracle', lookaheadWindows: settings.oracleLookahead };

@@ -8,6 +8,7 @@
  * `loadScenario` touches the file system, and only under the directory URL its caller passes.
  * Every problem is reported with the file and the field it concerns.
  */
+import { createHash } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
@@ -544,11 +545,27 @@ async function loadScenario(dir: URL, topologyName: string): Promise<Scenario> {
   return { apps: parseApps(appsText, 'apps.yaml'), catalogue, topology };
 }
 
+/**
+ * sha256 of what a simulation of `scenario` depends on (the apps and the expanded topology), so
+ * a trained network can record the environment it learned and a run can refuse one trained on
+ * different data: a recalibrated capacity keeps the state's shape, so nothing else would notice.
+ */
+function scenarioFingerprint(scenario: Scenario): string {
+  // JSON has no Infinity (the cloud's resources and capacities); name it rather than get null.
+  const text = JSON.stringify(
+    { apps: scenario.apps, topology: scenario.topology },
+    (_key, value) =>
+      typeof value === 'number' && !Number.isFinite(value) ? String(value) : (value as unknown),
+  );
+  return createHash('sha256').update(text).digest('hex');
+}
+
 export {
   parseApps,
   parseVariants,
   parseTopology,
   loadScenario,
+  scenarioFingerprint,
   durationScaleFor,
   meanQueriesPerClient,
 };

@@ -8,6 +8,7 @@ import {
   parseApps,
   parseTopology,
   parseVariants,
+  scenarioFingerprint,
 } from '../../../shared/aset/scenario.js';
 import type { Topology } from '../../../shared/aset/types.js';
 
@@ -241,5 +242,57 @@ describe('the scenario data files', () => {
     await expect(loadScenario(dataDir, 'no-such')).rejects.toThrow(
       'topologies/no-such.yaml: cannot read',
     );
+  });
+});
+
+describe('scenarioFingerprint', () => {
+  it('is stable for the same data and changes with a capacity, a link or an app', async () => {
+    const scenario = await loadScenario(dataDir, 'full-edge');
+    const again = await loadScenario(dataDir, 'full-edge');
+    const print = scenarioFingerprint(scenario);
+    expect(print).toMatch(/^[0-9a-f]{64}$/);
+    expect(scenarioFingerprint(again)).toBe(print);
+
+    const [first, ...rest] = scenario.topology.workers;
+    const recalibrated = {
+      ...scenario,
+      topology: {
+        ...scenario.topology,
+        workers: [{ ...first!, capacity: first!.capacity + 1 }, ...rest],
+      },
+    };
+    expect(scenarioFingerprint(recalibrated)).not.toBe(print);
+
+    const [s0, ...others] = scenario.topology.schedulers;
+    const cloudLink = s0!.links['cloud-0']!;
+    const slower = {
+      ...scenario,
+      topology: {
+        ...scenario.topology,
+        schedulers: [
+          { ...s0!, links: { ...s0!.links, 'cloud-0': { ...cloudLink, deviationMs: 5 } } },
+          ...others,
+        ],
+      },
+    };
+    expect(scenarioFingerprint(slower)).not.toBe(print);
+
+    const [app, ...apps] = scenario.apps;
+    const fewer = { ...scenario, apps: [{ ...app!, name: `${app!.name} 2` }, ...apps] };
+    expect(scenarioFingerprint(fewer)).not.toBe(print);
+
+    // The cloud's unlimited resources are part of the print, not JSON's null (which NaN is too).
+    const cloud0 = scenario.topology.clusters.findIndex((c) => !Number.isFinite(c.capacity.cpu));
+    expect(cloud0).toBeGreaterThanOrEqual(0);
+    const bounded = {
+      ...scenario,
+      topology: {
+        ...scenario.topology,
+        clusters: scenario.topology.clusters.map((c, i) =>
+          i === cloud0 ? { ...c, capacity: { ...c.capacity, cpu: Number.NaN } } : c,
+        ),
+      },
+    };
+    expect(scenarioFingerprint(bounded)).not.toBe(print);
   });
 });
