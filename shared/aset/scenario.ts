@@ -551,7 +551,7 @@ async function loadScenario(dir: URL, topologyName: string): Promise<Scenario> {
  * different data: a recalibrated capacity keeps the state's shape, so nothing else would notice.
  */
 function scenarioFingerprint(scenario: Scenario): string {
-  // JSON has no Infinity (the cloud's resources and capacities); name it rather than get null.
+  // JSON has no Infinity (the cloud's unlimited resources); name it rather than get null.
   const text = JSON.stringify(
     { apps: scenario.apps, topology: scenario.topology },
     (_key, value) =>
