@@ -166,6 +166,8 @@ async function modelFile(
   return file;
 }
 
+type CycleRunner = Extract<Runner, { kind: 'cycle' }>;
+
 const loadKey = (load: Load) => (load.kind === 'constant' ? `lambda-${load.lambda}` : load.name);
 const runnerKey = (runner: Runner | 'aset') => {
   if (runner === 'aset') return 'aset';
@@ -202,19 +204,21 @@ function progress(message: string): void {
   process.stderr.write(`aset-sim: ${message}\n`);
 }
 
-/** Runs the ASET controller of each topology on the main thread, with the pool's seeds and loads. */
+/**
+ * Runs the ASET controller of each topology on the main thread, with the pool's seeds and loads;
+ * `models` are the files `modelFile` checked at start-up.
+ */
 async function runAset(
   plan: ReadonlyArray<{ topology: TopologyName; load: Load; warmupMs: number }>,
   settings: Settings,
+  models: ReadonlyMap<TopologyName, URL>,
   results: Map<string, Promise<JobResult>>,
 ): Promise<void> {
   const asetModule: AsetControllerModule = await import('../../shared/aset/aset-controller.js');
   for (const topology of topologyNames) {
     const mine = plan.filter((p) => p.topology === topology);
     if (mine.length === 0) continue;
-    const model = new Uint8Array(
-      readFileSync(await modelFile(settings.models, topology, settings.seeds)),
-    );
+    const model = new Uint8Array(readFileSync(models.get(topology)!));
     const { topology: built } = await scenarioFor(topology);
     const controller = await asetModule.createAsetController({ model, topology: built });
     try {
@@ -259,9 +263,10 @@ async function main(args: string[] = []): Promise<void> {
   const started = performance.now();
   const withAset = !settings.staticOnly;
   // Fail fast: a missing model must stop the bench before minutes of simulation, not after.
+  const models = new Map<TopologyName, URL>();
   if (withAset)
     for (const topology of topologyNames)
-      await modelFile(settings.models, topology, settings.seeds);
+      models.set(topology, await modelFile(settings.models, topology, settings.seeds));
 
   const lambda60: Load = { kind: 'constant', lambda: 60 };
   const oracleRunner: Runner = { kind: 'oracle', lookaheadWindows: settings.oracleLookahead };
@@ -340,8 +345,8 @@ async function main(args: string[] = []): Promise<void> {
   };
   for (const job of jobs) submit(job, true);
   // Section 6's cycles, queued per topology once its best static policy is known.
-  const cycles: { topology: TopologyName; best: PolicyName; runners: Runner[] }[] = [];
-  const aset = withAset ? runAset(asetPlan, settings, results) : Promise.resolve();
+  const cycles: { topology: TopologyName; best: PolicyName; runners: CycleRunner[] }[] = [];
+  const aset = withAset ? runAset(asetPlan, settings, models, results) : Promise.resolve();
   aset.catch(() => undefined);
 
   const runsOf = async (topology: TopologyName, load: Load, runner: Runner | 'aset') =>
@@ -381,7 +386,7 @@ async function main(args: string[] = []): Promise<void> {
         success: meanCi(perPolicy.get(policy)!.map((r) => percent(r.counted, 'success'))).mean,
       }));
       const best = staticMeans.reduce((a, b) => (b.success > a.success ? b : a));
-      const cycleRunners: Runner[] = policyNames
+      const cycleRunners: CycleRunner[] = policyNames
         .filter((p) => p !== best.policy)
         .map((p) => ({ kind: 'cycle', policies: [best.policy, p] }));
       cycles.push({ topology, best: best.policy, runners: cycleRunners });
@@ -558,7 +563,7 @@ async function main(args: string[] = []): Promise<void> {
         bestGap = Math.max(bestGap, gap.mean);
         cycleRows.push([
           topology,
-          runner.kind === 'cycle' ? runner.policies.join(' / ') : '',
+          runner.policies.join(' / '),
           formatCi(meanCi(runs.map((r) => percent(r.counted, 'success')))),
           formatCi(gap),
         ]);

@@ -185,13 +185,12 @@ function trainAset(options: TrainingOptions): {
   }
   const validations: ValidationResult[] = [];
   let best: { network: Network; result: ValidationResult } | undefined;
-  const validate = (episodes: number) => {
-    if (validation === undefined) return;
-    const success = scoreGreedy(agent.network, options.scenario, validation.seeds, {
+  const validate = (spec: ValidationOptions, episodes: number) => {
+    const success = scoreGreedy(agent.network, options.scenario, spec.seeds, {
       lambda: options.lambda ?? 60,
       windowMs,
-      durationMs: validation.durationMs ?? 10 * 60_000,
-      warmupMs: validation.warmupMs ?? 2 * 60_000,
+      durationMs: spec.durationMs ?? 10 * 60_000,
+      warmupMs: spec.warmupMs ?? 2 * 60_000,
     });
     const result = { episodes, success };
     validations.push(result);
@@ -256,7 +255,7 @@ function trainAset(options: TrainingOptions): {
       validation !== undefined &&
       (trained % validation.everyEpisodes === 0 || trained === options.episodes)
     ) {
-      validate(trained);
+      validate(validation, trained);
     }
   }
   return {
