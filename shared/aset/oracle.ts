@@ -28,11 +28,18 @@
  *
  * `bestStaticInHindsight` is the other, trivial reference: the static policy that did best over a
  * whole seed-run, picked after the fact.
+ *
+ * `deviationTrials` asks what a controller could learn, rather than what hindsight could pick:
+ * along the path of one base policy, at chosen windows, it plays each candidate for that one
+ * window and the base policy again after it, and records the state the decision was taken in
+ * (what ASET sees) with each candidate's success over the following windows. Whether those
+ * gains can be predicted from the state is the question a meta-policy's margin rests on.
  */
 import { checkSpec, summarize, windowEnds } from './episode.js';
 import type { ControlledRun, ControlledRunSpec, ControlledWindow } from './episode.js';
 import { createSimulation } from './simulator.js';
 import type { Outcomes, Simulation, SimulationOptions } from './simulator.js';
+import { encodeState } from './state.js';
 import { policyNames } from './types.js';
 import type { PolicyName } from './types.js';
 
@@ -156,5 +163,75 @@ function bestStaticInHindsight(runs: Readonly<Partial<Record<PolicyName, Control
   return best;
 }
 
-export { runGreedyOracle, bestStaticInHindsight };
-export type { OracleOptions, OracleWindow, OracleRun };
+/** Where `deviationTrials` deviates from the base path, and how long it scores each deviation. */
+interface DeviationSpec {
+  /** The policy of every window but the deviating one. */
+  readonly base: PolicyName;
+  /** Window indices (0-based, each >= 1 so a state exists) at which to deviate. */
+  readonly decisions: readonly number[];
+  /** Windows each trial is scored over, the deviating one first. */
+  readonly horizonWindows: number;
+  /** Default 25,000 ms, the paper's T. */
+  readonly windowMs?: number;
+  /** Default all seven. */
+  readonly candidates?: readonly PolicyName[];
+}
+
+/** One decision point of the base path and what each candidate would have made of it. */
+interface DeviationTrial {
+  readonly window: number;
+  /** ASET's state at the decision: the encoding of the base path's previous window. */
+  readonly state: Float32Array;
+  /** Successful queries over the horizon with the candidate in the deciding window. */
+  readonly success: Readonly<Partial<Record<PolicyName, number>>>;
+  /** Queries counted (success, QoS failure, rejection) over the horizon, per candidate. */
+  readonly counted: Readonly<Partial<Record<PolicyName, number>>>;
+}
+
+/**
+ * The one-window deviations from `spec.base` described in the module comment: the labels of a
+ * supervised "which policy should this state get" problem, with every candidate's outcome known
+ * (the simulator replays the base prefix per trial, so each costs decision + horizon windows).
+ * The hindsight caveat of the greedy oracle applies: candidates consume the noise streams
+ * differently, so part of a trial's difference is noise no state can predict.
+ */
+function deviationTrials(options: SimulationOptions, spec: DeviationSpec): DeviationTrial[] {
+  const windowMs = spec.windowMs ?? 25_000;
+  const candidates = spec.candidates ?? policyNames;
+  if (!Number.isInteger(spec.horizonWindows) || spec.horizonWindows < 1) {
+    throw new RangeError('horizonWindows must be an integer >= 1');
+  }
+  if (spec.decisions.some((k) => !Number.isInteger(k) || k < 1)) {
+    throw new RangeError('decisions must be window indices >= 1');
+  }
+  if (candidates.length === 0) throw new RangeError('deviationTrials needs a candidate');
+  return spec.decisions.map((k) => {
+    let state: Float32Array | undefined;
+    const success: Partial<Record<PolicyName, number>> = {};
+    const counted: Partial<Record<PolicyName, number>> = {};
+    for (const candidate of candidates) {
+      const simulation = createSimulation(options);
+      simulation.setPolicy(spec.base);
+      for (let i = 0; i < k; i += 1) {
+        simulation.runUntil((i + 1) * windowMs);
+        const window = simulation.takeWindow();
+        if (i === k - 1) state ??= encodeState(options.topology, window);
+      }
+      let won = 0;
+      let all = 0;
+      for (let i = k; i < k + spec.horizonWindows; i += 1) {
+        simulation.setPolicy(i === k ? candidate : spec.base);
+        simulation.runUntil((i + 1) * windowMs);
+        const window = simulation.takeWindow();
+        won += window.success;
+        all += window.success + window.qosFailure + window.rejected;
+      }
+      success[candidate] = won;
+      counted[candidate] = all;
+    }
+    return { window: k, state: state!, success, counted };
+  });
+}
+
+export { runGreedyOracle, bestStaticInHindsight, deviationTrials };
+export type { OracleOptions, OracleWindow, OracleRun, DeviationSpec, DeviationTrial };

@@ -2,9 +2,14 @@
 import { describe, expect, it } from 'vitest';
 import { runControlled, staticController } from '../../../shared/aset/episode.js';
 import type { ControlledRun, WindowController } from '../../../shared/aset/episode.js';
-import { bestStaticInHindsight, runGreedyOracle } from '../../../shared/aset/oracle.js';
+import {
+  bestStaticInHindsight,
+  deviationTrials,
+  runGreedyOracle,
+} from '../../../shared/aset/oracle.js';
 import { loadScenario } from '../../../shared/aset/scenario.js';
 import { createSimulation } from '../../../shared/aset/simulator.js';
+import { encodeState } from '../../../shared/aset/state.js';
 import type { SimulationOptions } from '../../../shared/aset/simulator.js';
 import { policyNames } from '../../../shared/aset/types.js';
 import type { PolicyName } from '../../../shared/aset/types.js';
@@ -84,6 +89,72 @@ describe('runGreedyOracle on full-edge', async () => {
     expect(ahead.windows[0]!.trialSuccess.cheaper).toBe(twoWindows('cheaper'));
     expect(() => runGreedyOracle(options, spec, { lookaheadWindows: -1 })).toThrow(RangeError);
     expect(() => runGreedyOracle(options, spec, { candidates: [] })).toThrow(RangeError);
+  });
+});
+
+describe('deviationTrials on full-edge', async () => {
+  const { apps, topology } = await loadScenario(dataDir, 'full-edge');
+  const options: SimulationOptions = { topology, apps, lambda: constantLambda(100), seed: 5 };
+  const spec = {
+    base: 'farthest' as const,
+    decisions: [2, 3],
+    horizonWindows: 2,
+    windowMs: 4_000,
+    candidates: ['farthest', 'load-balancing', 'closest'] as const,
+  };
+  const trials = deviationTrials(options, spec);
+
+  /** Brute force: `candidate` in window k of a farthest run, outcomes of windows k and k + 1. */
+  const bruteForce = (k: number, candidate: PolicyName) => {
+    const sim = createSimulation(options);
+    sim.setPolicy('farthest');
+    let before;
+    for (let i = 0; i < k; i += 1) {
+      sim.runUntil((i + 1) * 4_000);
+      before = sim.takeWindow();
+    }
+    let success = 0;
+    let counted = 0;
+    for (let i = k; i < k + 2; i += 1) {
+      sim.setPolicy(i === k ? candidate : 'farthest');
+      sim.runUntil((i + 1) * 4_000);
+      const w = sim.takeWindow();
+      success += w.success;
+      counted += w.success + w.qosFailure + w.rejected;
+    }
+    return { state: encodeState(topology, before), success, counted };
+  };
+
+  it("scores each candidate's one-window deviation from the base path, in the state before it", () => {
+    expect(trials.map((t) => t.window)).toEqual([2, 3]);
+    let spread = 0;
+    for (const trial of trials) {
+      for (const candidate of spec.candidates) {
+        const expected = bruteForce(trial.window, candidate);
+        expect(trial.success[candidate]).toBe(expected.success);
+        expect(trial.counted[candidate]).toBe(expected.counted);
+        expect(trial.state).toEqual(expected.state);
+      }
+      const scores = spec.candidates.map((c) => trial.success[c]!);
+      spread = Math.max(spread, Math.max(...scores) - Math.min(...scores));
+    }
+    // The deviations made a difference somewhere, so the equalities above are not all trivial.
+    expect(spread).toBeGreaterThan(0);
+    expect(trials[0]!.state.some((v) => v > 0)).toBe(true);
+  });
+
+  it('the base candidate is the plain base run', () => {
+    const sim = createSimulation({ ...options, policy: 'farthest' });
+    sim.runUntil(2 * 4_000);
+    const before = sim.totals().success;
+    sim.runUntil(4 * 4_000);
+    expect(trials[0]!.success.farthest).toBe(sim.totals().success - before);
+  });
+
+  it('refuses decisions without a state, a horizon below one window, no candidates', () => {
+    expect(() => deviationTrials(options, { ...spec, decisions: [0] })).toThrow(RangeError);
+    expect(() => deviationTrials(options, { ...spec, horizonWindows: 0 })).toThrow(RangeError);
+    expect(() => deviationTrials(options, { ...spec, candidates: [] })).toThrow(RangeError);
   });
 });
 
