@@ -83,6 +83,8 @@ interface Totals extends Outcomes {
 interface SimulationWindow extends Outcomes {
   readonly startMs: number;
   readonly endMs: number;
+  /** The policy in force when the window was taken (the one chosen for it, in a controlled run). */
+  readonly policy: PolicyName;
   /** Samples taken in (startMs, endMs], oldest first. */
   readonly samples: readonly Observation[];
 }
@@ -576,6 +578,7 @@ function createSimulation(options: SimulationOptions): Simulation {
     const taken: SimulationWindow = {
       startMs: windowStart,
       endMs: now,
+      policy: policyName,
       ...window,
       samples: windowSamples,
     };
@@ -629,7 +632,7 @@ function runStatic(
   const windows: WindowOutcomes[] = [];
   for (let end = Math.min(windowMs, durationMs); ; end = Math.min(end + windowMs, durationMs)) {
     simulation.runUntil(end);
-    const { samples: _samples, ...outcomes } = simulation.takeWindow();
+    const { samples: _samples, policy: _policy, ...outcomes } = simulation.takeWindow();
     windows.push(outcomes);
     if (end >= durationMs) break;
   }

@@ -12,10 +12,18 @@
  *   on every worker and in every topology, and clipped at 4 so an overloaded worker cannot
  *   swamp the input.
  *
- * Layout: slice-major, then worker (in `Worker.index` order), then the eq. (11) features.
+ * One addition to eq. (11): the policy the window just ended was played under, one-hot, after
+ * the workers' features. `npm run bench -- aset-signal` finds the workers' features predict
+ * nothing about which policy to switch to that a state-blind rule does not already know, and
+ * what such a rule gains on full-edge is a mix (farthest with load balancing in turns); a
+ * deterministic network that cannot see its own last choice cannot take turns.
+ *
+ * Layout: slice-major, then worker (in `Worker.index` order), then the eq. (11) features; then
+ * the seven policies in `policyNames` order.
  */
 import { STREAMS, featuresPerWorker } from './observation.js';
 import type { SimulationWindow } from './simulator.js';
+import { policyNames } from './types.js';
 import type { Topology } from './types.js';
 
 /** Averages of the window's samples the state keeps, oldest first (default of `slices`). */
@@ -25,7 +33,7 @@ const queriesPerStream = 10;
 
 /** Length of the state vector for `topology`: what the Q-network takes. */
 function stateSize(topology: Topology, slices = timeSlices): number {
-  return slices * topology.workers.length * featuresPerWorker;
+  return slices * topology.workers.length * featuresPerWorker + policyNames.length;
 }
 
 /** 1 / capacity per worker, for the unbounded cloud 0 (its features carry no load signal). */
@@ -47,6 +55,11 @@ function encodeState(
 ): Float32Array {
   const out = into ?? new Float32Array(stateSize(topology, timeSlots));
   out.fill(0);
+  if (window !== undefined) {
+    out[
+      timeSlots * topology.workers.length * featuresPerWorker + policyNames.indexOf(window.policy)
+    ] = 1;
+  }
   const samples = window?.samples ?? [];
   if (samples.length === 0) return out;
   const workers = topology.workers.length;

@@ -56,6 +56,11 @@ describe('createSimulation on a hand-made topology', () => {
     const window = sim.takeWindow();
     // Queries sent at 0, 100, ..., 900 are back by 927; the one sent at 1000 is in flight.
     expect(window).toMatchObject({ startMs: 0, endMs: 1000, success: 10, qosFailure: 0 });
+    // The default policy was in force; the next window carries the one set for it.
+    expect(window.policy).toBe('closest');
+    sim.setPolicy('cheaper');
+    sim.runUntil(1500);
+    expect(sim.takeWindow().policy).toBe('cheaper');
     const sample = window.samples[0]!;
     expect(sample.timeMs).toBe(1000);
     expect(sample.success).toBe(10);

@@ -4,7 +4,8 @@ import { featuresPerWorker, LOAD, STREAMS } from '../../../shared/aset/observati
 import type { Observation } from '../../../shared/aset/observation.js';
 import type { SimulationWindow } from '../../../shared/aset/simulator.js';
 import { encodeState, stateSize, timeSlices as defaultSlices } from '../../../shared/aset/state.js';
-import type { Topology, Worker } from '../../../shared/aset/types.js';
+import { policyNames } from '../../../shared/aset/types.js';
+import type { PolicyName, Topology, Worker } from '../../../shared/aset/types.js';
 
 /** Only what the encoding reads of a topology: the workers' capacities. */
 const topology = {
@@ -21,16 +22,16 @@ function sample(timeMs: number, set: (row: Float32Array) => void): Observation {
   return { timeMs, features, success: 0, qosFailure: 0, rejected: 0 };
 }
 
-function window(samples: Observation[]): SimulationWindow {
-  return { startMs: 0, endMs: 25_000, success: 0, qosFailure: 0, rejected: 0, samples };
+function window(samples: Observation[], policy: PolicyName = 'farthest'): SimulationWindow {
+  return { startMs: 0, endMs: 25_000, policy, success: 0, qosFailure: 0, rejected: 0, samples };
 }
 
 describe('ASET state encoding', () => {
   it('is all zeros before the first window', () => {
     const state = encodeState(topology, undefined);
     expect(state.length).toBe(stateSize(topology));
-    expect(state.length).toBe(defaultSlices * rowSize);
-    expect(stateSize(topology, timeSlices)).toBe(timeSlices * rowSize);
+    expect(state.length).toBe(defaultSlices * rowSize + policyNames.length);
+    expect(stateSize(topology, timeSlices)).toBe(timeSlices * rowSize + policyNames.length);
     expect(state.every((v) => v === 0)).toBe(true);
   });
 
@@ -72,6 +73,17 @@ describe('ASET state encoding', () => {
     const state = encodeState(topology, window(samples));
     expect(defaultSlices).toBe(1);
     expect(state[LOAD]).toBeCloseTo(12 / 100, 6);
+  });
+
+  it('ends with the policy the window was played under, one-hot', () => {
+    for (const policy of policyNames) {
+      const state = encodeState(topology, window([], policy));
+      const tail = Array.from(state.subarray(rowSize));
+      expect(tail).toEqual(policyNames.map((p) => (p === policy ? 1 : 0)));
+      expect(state.subarray(0, rowSize).every((v) => v === 0)).toBe(true);
+    }
+    const sliced = encodeState(topology, window([], 'cheaper'), undefined, timeSlices);
+    expect(sliced[timeSlices * rowSize + policyNames.indexOf('cheaper')]).toBe(1);
   });
 
   it('reuses the output buffer without leaking the previous state', () => {

@@ -11,6 +11,7 @@ const dataDir = new URL('../../../data/aset/', import.meta.url);
 const outcome = (success: number, qosFailure: number, rejected: number): SimulationWindow => ({
   startMs: 0,
   endMs: 25_000,
+  policy: 'farthest',
   success,
   qosFailure,
   rejected,
