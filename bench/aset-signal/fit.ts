@@ -3,7 +3,7 @@
  * deviate to? Leave-one-seed-out: a learner fits on the other seeds' decisions and chooses on
  * the held-out seed's; its score is the gain its choices actually had there.
  */
-import { qNetworkLayers } from '../../shared/aset/dqn.js';
+import { greedyAction as argmax, qNetworkLayers } from '../../shared/aset/dqn.js';
 import { Adam, Network } from '../../shared/training/network.js';
 import { seededRandom, shuffle } from '../../shared/training/random.js';
 
@@ -41,12 +41,6 @@ const defaults: FitOptions = {
   learningRate: 1e-3,
   seed: 1,
 };
-
-function argmax(values: ArrayLike<number>): number {
-  let best = 0;
-  for (let i = 1; i < values.length; i += 1) if (values[i]! > values[best]!) best = i;
-  return best;
-}
 
 function trainNetwork(train: readonly Sample[], options: FitOptions): Network {
   const actions = train[0]!.gains.length;

@@ -35,7 +35,7 @@
  * (what ASET sees) with each candidate's success over the following windows. Whether those
  * gains can be predicted from the state is the question a meta-policy's margin rests on.
  */
-import { checkSpec, summarize, windowEnds } from './episode.js';
+import { checkSpec, defaultWindowMs, summarize, windowEnds } from './episode.js';
 import type { ControlledRun, ControlledRunSpec, ControlledWindow } from './episode.js';
 import { createSimulation } from './simulator.js';
 import type { Outcomes, Simulation, SimulationOptions } from './simulator.js';
@@ -196,7 +196,7 @@ interface DeviationTrial {
  * differently, so part of a trial's difference is noise no state can predict.
  */
 function deviationTrials(options: SimulationOptions, spec: DeviationSpec): DeviationTrial[] {
-  const windowMs = spec.windowMs ?? 25_000;
+  const windowMs = spec.windowMs ?? defaultWindowMs;
   const candidates = spec.candidates ?? policyNames;
   if (!Number.isInteger(spec.horizonWindows) || spec.horizonWindows < 1) {
     throw new RangeError('horizonWindows must be an integer >= 1');

@@ -55,11 +55,9 @@ function encodeState(
 ): Float32Array {
   const out = into ?? new Float32Array(stateSize(topology, timeSlots));
   out.fill(0);
-  if (window !== undefined) {
-    out[
-      timeSlots * topology.workers.length * featuresPerWorker + policyNames.indexOf(window.policy)
-    ] = 1;
-  }
+  // The one-hot is the vector's tail, after every slice of every worker.
+  if (window !== undefined)
+    out[out.length - policyNames.length + policyNames.indexOf(window.policy)] = 1;
   const samples = window?.samples ?? [];
   if (samples.length === 0) return out;
   const workers = topology.workers.length;
