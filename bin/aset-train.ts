@@ -2,7 +2,9 @@
  * `npm run aset:train -- --topology <name> [--episodes M] [--seed S]`: trains the ASET DQN on
  * the simulated topology (Algorithm 1, shared/aset/training.ts) with a progress bar, exports
  * the Q-network that scored best on the validation seeds to models/aset-<topology>.onnx, writes
- * models/aset-<topology>.json (settings, learning and validation curves) and the plot
+ * models/aset-<topology>.json (settings, learning and validation curves, the static policies on
+ * the same validation runs, and `deployed`: the network, or a static policy that beat it there)
+ * and the plot
  * out/aset-learning-<topology>.svg. Deterministic for a seed: a rerun writes the same bytes.
  *
  * Seeds: training 1..50, validation 51..56 (checkpoint selection), and the bench evaluates on
@@ -92,7 +94,7 @@ bar.start(episodes, 0, { eps: '1.00', success: '-', recent: '-', loss: '-' });
 const started = performance.now();
 const curve: EpisodeResult[] = [];
 const percent = (v: number) => (v * 100).toFixed(1);
-const { network, validations, selected } = trainAset({
+const { network, validations, selected, staticValidations, deployed } = trainAset({
   ...settings,
   scenario,
   onEpisode(result) {
@@ -132,6 +134,12 @@ const summary = {
   trainingSeconds: Math.round(seconds),
   settings,
   selected,
+  // What runs: this network, or the static policy that beat it on the validation runs.
+  deployed,
+  staticValidations: staticValidations.map((v) => ({
+    policy: v.policy,
+    success: Number(v.success.toFixed(5)),
+  })),
   validations: validations.map((v) => ({
     episodes: v.episodes,
     success: Number(v.success.toFixed(5)),
@@ -169,5 +177,5 @@ await writeLinePlot(plot, {
   ],
 });
 process.stdout.write(
-  `${JSON.stringify({ topology, episodes, seconds: Math.round(seconds), selected, sha256: summary.sha256, plot: plot.pathname })}\n`,
+  `${JSON.stringify({ topology, episodes, seconds: Math.round(seconds), selected, deployed, sha256: summary.sha256, plot: plot.pathname })}\n`,
 );

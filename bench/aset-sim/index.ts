@@ -25,7 +25,6 @@
  * --oracle-lookahead N (score the oracle's trials over N more windows; default 0, greedy),
  * --models DIR (where aset-<topology>.onnx are; default models/).
  */
-import { existsSync, readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -34,7 +33,7 @@ import { runControlled } from '../../shared/aset/episode.js';
 import type { WindowController } from '../../shared/aset/episode.js';
 import { bestStaticInHindsight } from '../../shared/aset/oracle.js';
 import type { Outcomes } from '../../shared/aset/simulator.js';
-import { scenarioFingerprint } from '../../shared/aset/scenario.js';
+import { readTrainedNetwork } from '../../shared/aset/network-card.js';
 import { policyNames } from '../../shared/aset/types.js';
 import type { PolicyName, Topology } from '../../shared/aset/types.js';
 import { writeLinePlot } from '../support/plot.js';
@@ -64,7 +63,15 @@ interface AsetControllerModule {
     model: Uint8Array;
     topology: Topology;
   }): Promise<WindowController & { close(): Promise<void> }>;
+  createDeployedController(options: {
+    network: TrainedNetwork;
+    topology: Topology;
+  }): Promise<WindowController & { close(): Promise<void> }>;
 }
+
+type TrainedNetwork = ReturnType<typeof readTrainedNetwork>;
+/** The deployed meta-policy, and the network itself when a static policy was deployed instead. */
+type AsetRunner = 'aset' | 'aset-network';
 
 interface Settings {
   readonly staticOnly: boolean;
@@ -119,62 +126,39 @@ function settingsFrom(args: string[], root: URL): Settings {
 
 /**
  * Stops before any work when a model is missing, was trained on other data than data/aset/ holds
- * now, or was trained or selected on an evaluation seed.
+ * now (readTrainedNetwork), or was trained or selected on an evaluation seed.
  */
-async function modelFile(
+async function trainedModel(
   models: URL,
   topology: TopologyName,
   seeds: readonly number[],
-): Promise<URL> {
-  const file = new URL(`aset-${topology}.onnx`, models);
-  if (!existsSync(file)) {
-    throw new Error(
-      `${relative(process.cwd(), fileURLToPath(file))} is missing: train it with \`npm run aset:train -- --topology ${topology}\` (or run the bench with --static-only)`,
-    );
-  }
-  const card = new URL(`aset-${topology}.json`, models);
-  const cardName = relative(process.cwd(), fileURLToPath(card));
-  if (!existsSync(card)) {
-    throw new Error(`${cardName} is missing: npm run aset:train writes it beside the model`);
-  }
-  const summary = JSON.parse(readFileSync(card, 'utf8')) as {
-    scenarioSha256?: unknown;
-    settings?: { trainingSeeds?: unknown; validation?: { seeds?: unknown } };
-  };
-  const current = scenarioFingerprint(await scenarioFor(topology));
-  if (summary.scenarioSha256 !== current) {
-    const recorded =
-      typeof summary.scenarioSha256 === 'string'
-        ? `was trained on scenario ${summary.scenarioSha256}`
-        : 'records no scenarioSha256 (trained before networks recorded their data)';
-    throw new Error(
-      `${cardName} ${recorded}, but data/aset/ now gives ${current}: retrain with \`npm run aset:train -- --topology ${topology}\``,
-    );
-  }
-  const trainingSeeds = summary.settings?.trainingSeeds;
-  if (typeof trainingSeeds === 'number' && trainingSeeds >= Math.min(...seeds)) {
+): Promise<TrainedNetwork> {
+  const network = readTrainedNetwork(models, await scenarioFor(topology));
+  const { card } = network;
+  const cardName = relative(process.cwd(), fileURLToPath(new URL(`aset-${topology}.json`, models)));
+  const { trainingSeeds, validation } = card.settings;
+  if (trainingSeeds >= Math.min(...seeds)) {
     throw new Error(
       `${cardName}: trained on seeds 1..${trainingSeeds}, which overlap the evaluation seeds from ${Math.min(...seeds)}`,
     );
   }
-  const validationSeeds = summary.settings?.validation?.seeds;
-  if (Array.isArray(validationSeeds) && validationSeeds.some((s) => seeds.includes(s as number))) {
+  if (validation !== undefined && validation.seeds.some((s) => seeds.includes(s))) {
     throw new Error(
-      `${cardName}: selected on validation seeds ${validationSeeds.join(', ')}, which overlap the evaluation seeds`,
+      `${cardName}: selected on validation seeds ${validation.seeds.join(', ')}, which overlap the evaluation seeds`,
     );
   }
-  return file;
+  return network;
 }
 
 type CycleRunner = Extract<Runner, { kind: 'cycle' }>;
 
 const loadKey = (load: Load) => (load.kind === 'constant' ? `lambda-${load.lambda}` : load.name);
-const runnerKey = (runner: Runner | 'aset') => {
-  if (runner === 'aset') return 'aset';
+const runnerKey = (runner: Runner | AsetRunner) => {
+  if (runner === 'aset' || runner === 'aset-network') return runner;
   if (runner.kind === 'static') return runner.policy;
   return runner.kind === 'oracle' ? 'oracle' : `cycle:${runner.policies.join('+')}`;
 };
-const jobKey = (topology: TopologyName, load: Load, runner: Runner | 'aset', seed: number) =>
+const jobKey = (topology: TopologyName, load: Load, runner: Runner | AsetRunner, seed: number) =>
   `${topology}|${loadKey(load)}|${runnerKey(runner)}|${seed}`;
 
 const total = (o: Outcomes) => o.success + o.qosFailure + o.rejected;
@@ -206,23 +190,23 @@ function progress(message: string): void {
 
 /**
  * Runs the ASET controller of each topology on the main thread, with the pool's seeds and loads;
- * `models` are the files `modelFile` checked at start-up.
+ * `models` are the networks `trainedModel` checked at start-up.
  */
 async function runAset(
   plan: ReadonlyArray<{ topology: TopologyName; load: Load; warmupMs: number }>,
   settings: Settings,
-  models: ReadonlyMap<TopologyName, URL>,
+  models: ReadonlyMap<TopologyName, TrainedNetwork>,
   results: Map<string, Promise<JobResult>>,
 ): Promise<void> {
   const asetModule: AsetControllerModule = await import('../../shared/aset/aset-controller.js');
-  for (const topology of topologyNames) {
-    const mine = plan.filter((p) => p.topology === topology);
-    if (mine.length === 0) continue;
-    const model = new Uint8Array(readFileSync(models.get(topology)!));
-    const { topology: built } = await scenarioFor(topology);
-    const controller = await asetModule.createAsetController({ model, topology: built });
+  const play = async (
+    topology: TopologyName,
+    controller: WindowController & { close(): Promise<void> },
+    runner: AsetRunner,
+    loads: typeof plan,
+  ) => {
     try {
-      for (const { load, warmupMs: warmup } of mine) {
+      for (const { load, warmupMs: warmup } of loads) {
         for (const seed of settings.seeds) {
           const options = await optionsFor({ topology, seed, load });
           const started = performance.now();
@@ -231,7 +215,7 @@ async function runAset(
             warmupMs: warmup,
           });
           results.set(
-            jobKey(topology, load, 'aset', seed),
+            jobKey(topology, load, runner, seed),
             Promise.resolve({
               ...run,
               wallMs: performance.now() - started,
@@ -242,6 +226,27 @@ async function runAset(
       }
     } finally {
       await controller.close();
+    }
+  };
+  for (const topology of topologyNames) {
+    const mine = plan.filter((p) => p.topology === topology);
+    if (mine.length === 0) continue;
+    const network = models.get(topology)!;
+    const { topology: built } = await scenarioFor(topology);
+    await play(
+      topology,
+      await asetModule.createDeployedController({ network, topology: built }),
+      'aset',
+      mine,
+    );
+    // A static policy was deployed: the network still plays lambda = 60, to show what it lost.
+    if (network.card.deployed.kind === 'static') {
+      await play(
+        topology,
+        await asetModule.createAsetController({ model: network.model, topology: built }),
+        'aset-network',
+        mine.filter((p) => p.load.kind === 'constant' && p.load.lambda === 60),
+      );
     }
     progress(`ASET on ${topology}: ${mine.length * settings.seeds.length} runs done`);
   }
@@ -263,10 +268,10 @@ async function main(args: string[] = []): Promise<void> {
   const started = performance.now();
   const withAset = !settings.staticOnly;
   // Fail fast: a missing model must stop the bench before minutes of simulation, not after.
-  const models = new Map<TopologyName, URL>();
+  const models = new Map<TopologyName, TrainedNetwork>();
   if (withAset)
     for (const topology of topologyNames)
-      models.set(topology, await modelFile(settings.models, topology, settings.seeds));
+      models.set(topology, await trainedModel(settings.models, topology, settings.seeds));
 
   const lambda60: Load = { kind: 'constant', lambda: 60 };
   const oracleRunner: Runner = { kind: 'oracle', lookaheadWindows: settings.oracleLookahead };
@@ -349,7 +354,7 @@ async function main(args: string[] = []): Promise<void> {
   const aset = withAset ? runAset(asetPlan, settings, models, results) : Promise.resolve();
   aset.catch(() => undefined);
 
-  const runsOf = async (topology: TopologyName, load: Load, runner: Runner | 'aset') =>
+  const runsOf = async (topology: TopologyName, load: Load, runner: Runner | AsetRunner) =>
     Promise.all(
       settings.seeds.map((seed) => {
         const result = results.get(jobKey(topology, load, runner, seed));
@@ -373,6 +378,9 @@ async function main(args: string[] = []): Promise<void> {
       }
       const oracle = await runsOf(topology, lambda60, oracleRunner);
       const asetRuns = withAset ? await runsOf(topology, lambda60, 'aset') : undefined;
+      const deployed = models.get(topology)?.card.deployed;
+      const networkRuns =
+        deployed?.kind === 'static' ? await runsOf(topology, lambda60, 'aset-network') : undefined;
       const hindsight = settings.seeds.map((_, i) =>
         bestStaticInHindsight(
           Object.fromEntries(policyNames.map((p) => [p, perPolicy.get(p)![i]!])) as Record<
@@ -407,7 +415,19 @@ async function main(args: string[] = []): Promise<void> {
       ];
       const rows = [
         ...policyNames.map((p) => row(p, countedOf(perPolicy.get(p)!))),
-        ...(asetRuns === undefined ? [] : [row(asetLabel, countedOf(asetRuns))]),
+        ...(asetRuns === undefined
+          ? []
+          : [
+              row(
+                deployed?.kind === 'static'
+                  ? `${asetLabel} (deployed: ${deployed.policy}, which beat the network on validation)`
+                  : asetLabel,
+                countedOf(asetRuns),
+              ),
+            ]),
+        ...(networkRuns === undefined
+          ? []
+          : [row(`${asetLabel} network (not deployed)`, countedOf(networkRuns))]),
         row(
           settings.oracleLookahead === 0
             ? oracleLabel
@@ -440,6 +460,14 @@ async function main(args: string[] = []): Promise<void> {
         figures[`${key}_aset_success`] = asetSuccess;
         figures[`${key}_aset_minus_best_static`] = asetSuccess - best.success;
         figures[`${key}_aset_minus_oracle`] = asetSuccess - oracleSuccess;
+        // -1: the network is deployed; otherwise the index of the static policy deployed.
+        figures[`${key}_aset_deployed_static_index`] =
+          deployed?.kind === 'static' ? policyNames.indexOf(deployed.policy) : -1;
+        if (networkRuns !== undefined) {
+          process.stdout.write(`${shareLine('ASET network (not deployed)', networkRuns)}\n`);
+          figures[`${key}_aset_network_minus_best_static`] =
+            meanCi(networkRuns.map((r) => percent(r.counted, 'success'))).mean - best.success;
+        }
         series.push(successSeries(asetLabel, asetRuns));
       }
       series.push(successSeries('oracle (greedy)', oracle));

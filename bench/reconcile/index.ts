@@ -2,8 +2,11 @@
  * bench/reconcile: the reconcile-tick controller over 1,000 JointInferenceServices, through
  * client-node against the development API server running in its own process (as a real API
  * server would). Reports the time and API calls to converge from empty, the pass after Knative
- * marks the workers ready, and steady-state ticks. Targets: a steady tick makes 0 writes and at
- * most 1 list call per kind.
+ * marks the workers ready, and steady-state ticks; then one ApiServerSource-style event per
+ * service (reconcileService), with the API calls and objects each event reads. The cluster has
+ * BENCH_NODES nodes (default 1,000), as a real one would; the services use ten of them. Targets:
+ * a steady tick makes 0 writes and at most 1 list call per kind; an event reads at most 10
+ * objects, whatever the cluster's size.
  */
 import { fork } from 'node:child_process';
 import { once } from 'node:events';
@@ -15,13 +18,15 @@ import pMap from 'p-map';
 import { createReconciler } from '../../shared/controller/index.js';
 import type { PassReport } from '../../shared/controller/index.js';
 import { createKube, loadKubeConfig, meteredKube } from '../../shared/k8s/index.js';
-import type { KindName, Verb } from '../../shared/k8s/index.js';
+import type { Kube, KindName, Verb } from '../../shared/k8s/index.js';
 import { createTelemetry } from '../../shared/telemetry/index.js';
 import { finish, median, printTable } from '../support/report.js';
 
 const services = Number(process.env['BENCH_SERVICES'] ?? 1000);
 const namespaces = 10;
 const steadyTicks = 5;
+const clusterNodes = Number(process.env['BENCH_NODES'] ?? 1000);
+const eventSamples = Math.min(services, 200);
 
 async function startApiServer(): Promise<{ kubeconfig: string; stop(): Promise<void> }> {
   const kubeconfig = join(mkdtempSync(join(tmpdir(), 'edgeai-bench-')), 'kubeconfig');
@@ -61,17 +66,35 @@ function summarize(calls: Calls) {
 export async function main(): Promise<void> {
   const api = await startApiServer();
   const calls: Calls = new Map();
-  const kube = meteredKube(
+  const metered = meteredKube(
     createKube(loadKubeConfig({ KUBECONFIG: api.kubeconfig })),
     (verb, kind) => {
       const k = `${verb} ${kind}`;
       calls.set(k, (calls.get(k) ?? 0) + 1);
     },
   );
+  // Objects the controller reads: what an event costs the API server and the wire.
+  let objectsRead = 0;
+  const kube: Kube = {
+    ...metered,
+    async get(ref) {
+      const found = await metered.get(ref);
+      objectsRead += 1;
+      return found;
+    },
+    async list(kind, options) {
+      const listed = await metered.list(kind, options);
+      objectsRead += listed.items.length;
+      return listed;
+    },
+  };
   const setup = createKube(loadKubeConfig({ KUBECONFIG: api.kubeconfig }));
   const ns = (i: number) => `team-${i % namespaces}`;
-  for (let n = 0; n < 10; n += 1)
-    await setup.create('node', undefined, { metadata: { name: `edge${n}` } });
+  await pMap(
+    Array.from({ length: Math.max(clusterNodes, 10) }, (_, n) => n),
+    (n) => setup.create('node', undefined, { metadata: { name: `edge${n}` } }),
+    { concurrency: 16 },
+  );
   for (let i = 0; i < namespaces; i += 1) {
     for (const model of ['small-model', 'big-model']) {
       await setup.create('model', ns(i), {
@@ -154,12 +177,41 @@ export async function main(): Promise<void> {
   const readyPass = await tick('workers ready');
   const steady = [];
   for (let i = 0; i < steadyTicks; i += 1) steady.push(await tick(`steady ${i + 1}`));
+
+  // One event per service, one at a time, as a Trigger delivers them (nothing to write).
+  calls.clear();
+  objectsRead = 0;
+  const eventsStarted = performance.now();
+  let eventWrites = 0;
+  for (let i = 0; i < eventSamples; i += 1) {
+    eventWrites += (await reconciler.reconcileService(ns(i), `svc-${i}`)).writes;
+  }
+  const eventMs = (performance.now() - eventsStarted) / eventSamples;
+  const perEvent = summarize(calls);
+  const eventCalls =
+    (perEvent.gets + [...perEvent.lists.values()].reduce((a, b) => a + b, 0)) / eventSamples;
+  const eventObjects = objectsRead / eventSamples;
   await api.stop();
 
   printTable(
     `reconcile-tick over ${services} JointInferenceServices (${namespaces} namespaces, dev API server in its own process)`,
     ['pass', 'ms', 'writes', 'gets', 'lists', 'max lists/kind', 'conflicts', 'failed'],
     rows,
+  );
+  printTable(
+    `one event per service (${eventSamples} services, ${clusterNodes} nodes in the cluster)`,
+    ['per event', 'value'],
+    [
+      ['ms', eventMs.toFixed(2)],
+      ['API calls', eventCalls.toFixed(2)],
+      ['gets', (perEvent.gets / eventSamples).toFixed(2)],
+      [
+        'lists',
+        ([...perEvent.lists.values()].reduce((a, b) => a + b, 0) / eventSamples).toFixed(2),
+      ],
+      ['objects read', eventObjects.toFixed(1)],
+      ['writes', (eventWrites / eventSamples).toFixed(2)],
+    ],
   );
   const steadyMs = median(steady.map((s) => s.ms));
   const steadyWrites = Math.max(...steady.map((s) => s.writes));
@@ -176,8 +228,14 @@ export async function main(): Promise<void> {
       steady_tick_ms: Math.round(steadyMs),
       steady_tick_writes: steadyWrites,
       steady_tick_max_lists_per_kind: steadyLists,
+      cluster_nodes: clusterNodes,
+      event_ms: Number(eventMs.toFixed(2)),
+      event_api_calls: Number(eventCalls.toFixed(2)),
+      event_objects_read: Number(eventObjects.toFixed(1)),
+      event_writes: eventWrites,
     },
     {
+      event_objects_read: { value: eventObjects, op: '<=', target: 10 },
       steady_tick_writes: { value: steadyWrites, op: '<=', target: 0 },
       steady_tick_max_lists_per_kind: { value: steadyLists, op: '<=', target: 1 },
     },

@@ -14,6 +14,7 @@ import {
   loadModelBytes,
   loadServingConfig,
   minerFromConfig,
+  sharedAnswers,
   startReporter,
   watchTask,
 } from '../../shared/inference/index.js';
@@ -115,6 +116,15 @@ const factory: FunctionFactory = async ({ config, telemetry }) => {
     maxBatch: serving.maxBatch,
     readiness: [],
     onAnswered: metrics.answered,
+    ...(redis === undefined
+      ? {}
+      : {
+          sharedAnswers: sharedAnswers(redis, {
+            scope: service,
+            ...edgeConfig.eventAnswers,
+            warn: (fields, message) => telemetry.log.warn(fields, message),
+          }),
+        }),
   });
   return {
     definition,

@@ -24,6 +24,7 @@ const factory: FunctionFactory = async ({ config, telemetry }) => {
   const definition = upstreamStatusDefinition({
     upstream,
     tokens: secretTokens(kube, settings.tokenNamespace, settings.tokenCacheMs),
+    maxReportAgeMs: settings.maxReportAgeMs,
     readiness: [redisReadiness(redis), { name: 'kubernetes', check: () => kube.ping() }],
   });
   return {

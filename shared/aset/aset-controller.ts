@@ -7,6 +7,7 @@
 import { loadOnnxModel } from '../inference/onnx-runtime.js';
 import { greedyAction } from './dqn.js';
 import type { WindowController } from './episode.js';
+import type { NetworkCard } from './network-card.js';
 import { encodeState, stateSize } from './state.js';
 import { policyNames } from './types.js';
 import type { PolicyName, Topology } from './types.js';
@@ -49,5 +50,27 @@ async function createAsetController(options: {
   };
 }
 
-export { createAsetController };
+/**
+ * The meta-policy a trained network's card deploys (network-card.ts): the network's greedy
+ * choice, or, when a static policy beat the network on the validation runs, that policy in every
+ * window. What the bench measures as ASET and what the scheduler runs both come from here.
+ */
+async function createDeployedController(options: {
+  network: { model: Uint8Array; card: NetworkCard };
+  topology: Topology;
+}): Promise<AsetController> {
+  const { deployed } = options.network.card;
+  if (deployed.kind === 'network') {
+    return createAsetController({ model: options.network.model, topology: options.topology });
+  }
+  const policy = deployed.policy;
+  return {
+    name: 'ASET',
+    lastQ: undefined,
+    choose: () => Promise.resolve(policy),
+    close: () => Promise.resolve(),
+  };
+}
+
+export { createAsetController, createDeployedController };
 export type { AsetController };

@@ -20,7 +20,9 @@
  *   whole runs on validation seeds, kept apart from the training and the evaluation seeds, and
  *   the network that scored best is the one returned. The weights at the last episode are one
  *   draw from a noisy process: when the true differences between policies are a point or two,
- *   the last few hundred gradient steps can reorder them.
+ *   the last few hundred gradient steps can reorder them. The seven static policies play the
+ *   same validation runs, and one that beats the best network there is what gets deployed
+ *   (`Deployed`): selection among meta-policies on held-out seeds.
  */
 import { DqnAgent, greedyAction } from './dqn.js';
 import { summarize, windowEnds } from './episode.js';
@@ -31,6 +33,7 @@ import { createSimulation } from './simulator.js';
 import type { SimulationWindow } from './simulator.js';
 import { encodeState, stateSize } from './state.js';
 import { policyNames } from './types.js';
+import type { PolicyName } from './types.js';
 import { constantLambda } from './workload.js';
 import { seededRandom } from '../training/random.js';
 import type { Network } from '../training/network.js';
@@ -80,6 +83,16 @@ interface ValidationResult {
   readonly success: number;
 }
 
+/**
+ * What to deploy: the best validated network, or a static policy when one scored higher on the
+ * same validation runs. Each static policy is a meta-policy too (one that always returns the
+ * same action, as the paper puts it), so this is selection among candidates on held-out seeds:
+ * a learned switcher that cannot beat the best fixed policy there is not deployed in its place.
+ */
+type Deployed =
+  | { readonly kind: 'network'; readonly episodes: number; readonly success: number }
+  | { readonly kind: 'static'; readonly policy: PolicyName; readonly success: number };
+
 interface EpisodeResult extends EpisodeReport {
   /** The training seed the episode ran on. */
   readonly simulationSeed: number;
@@ -105,18 +118,17 @@ function reward(window: SimulationWindow, phi: number, psi: number): number {
 }
 
 /**
- * Success ratio of the greedy policy of `network` on one run per seed: the bench's protocol (a
- * decision every window from the window just ended, the warm-up windows played but not
+ * Success ratio of a meta-policy (`choose` maps the window just ended to the next policy) on one
+ * run per seed: the bench's protocol (a decision every window, the warm-up windows played but not
  * counted), without onnxruntime.
  */
-function scoreGreedy(
-  network: Network,
+function scoreRuns(
+  choose: (previous: SimulationWindow | undefined) => PolicyName,
   scenario: Scenario,
   seeds: readonly number[],
   run: { lambda: number; windowMs: number; durationMs: number; warmupMs: number },
 ): number {
   const { topology, apps } = scenario;
-  const state = new Float32Array(stateSize(topology));
   let success = 0;
   let counted = 0;
   for (const seed of seeds) {
@@ -129,8 +141,7 @@ function scoreGreedy(
     const windows: ControlledWindow[] = [];
     let previous: SimulationWindow | undefined;
     for (const end of windowEnds(run.durationMs, run.windowMs)) {
-      encodeState(topology, previous, state);
-      const policy = policyNames[greedyAction(network.logits(state))]!;
+      const policy = choose(previous);
       simulation.setPolicy(policy);
       simulation.runUntil(end);
       previous = simulation.takeWindow();
@@ -143,6 +154,25 @@ function scoreGreedy(
   return counted === 0 ? 1 : success / counted;
 }
 
+/** scoreRuns for the greedy policy of `network`. */
+function scoreGreedy(
+  network: Network,
+  scenario: Scenario,
+  seeds: readonly number[],
+  run: { lambda: number; windowMs: number; durationMs: number; warmupMs: number },
+): number {
+  const state = new Float32Array(stateSize(scenario.topology));
+  return scoreRuns(
+    (previous) => {
+      encodeState(scenario.topology, previous, state);
+      return policyNames[greedyAction(network.logits(state))]!;
+    },
+    scenario,
+    seeds,
+    run,
+  );
+}
+
 function trainAset(options: TrainingOptions): {
   agent: DqnAgent;
   episodes: EpisodeResult[];
@@ -151,6 +181,10 @@ function trainAset(options: TrainingOptions): {
   validations: ValidationResult[];
   /** The validation `network` scored (the first of the best); none without validation. */
   selected: ValidationResult | undefined;
+  /** Each static policy on the validation runs, in `policyNames` order; none without validation. */
+  staticValidations: ReadonlyArray<{ policy: PolicyName; success: number }>;
+  /** The candidate that scored best on validation; none without validation. */
+  deployed: Deployed | undefined;
 } {
   const { topology, apps } = options.scenario;
   const windowMs = options.windowMs ?? 25_000;
@@ -185,13 +219,14 @@ function trainAset(options: TrainingOptions): {
   }
   const validations: ValidationResult[] = [];
   let best: { network: Network; result: ValidationResult } | undefined;
+  const validationRun = (spec: ValidationOptions) => ({
+    lambda: options.lambda ?? 60,
+    windowMs,
+    durationMs: spec.durationMs ?? 10 * 60_000,
+    warmupMs: spec.warmupMs ?? 2 * 60_000,
+  });
   const validate = (spec: ValidationOptions, episodes: number) => {
-    const success = scoreGreedy(agent.network, options.scenario, spec.seeds, {
-      lambda: options.lambda ?? 60,
-      windowMs,
-      durationMs: spec.durationMs ?? 10 * 60_000,
-      warmupMs: spec.warmupMs ?? 2 * 60_000,
-    });
+    const success = scoreGreedy(agent.network, options.scenario, spec.seeds, validationRun(spec));
     const result = { episodes, success };
     validations.push(result);
     options.onValidation?.(result);
@@ -258,14 +293,36 @@ function trainAset(options: TrainingOptions): {
       validate(validation, trained);
     }
   }
+  const staticValidations =
+    validation === undefined
+      ? []
+      : policyNames.map((policy) => ({
+          policy,
+          success: scoreRuns(
+            () => policy,
+            options.scenario,
+            validation.seeds,
+            validationRun(validation),
+          ),
+        }));
+  let deployed: Deployed | undefined =
+    best === undefined ? undefined : { kind: 'network', ...best.result };
+  for (const { policy, success } of staticValidations) {
+    // Strictly better, as between checkpoints: a tie keeps the network.
+    if (deployed === undefined || success > deployed.success) {
+      deployed = { kind: 'static', policy, success };
+    }
+  }
   return {
     agent,
     episodes: results,
     network: best?.network ?? agent.network,
     validations,
     selected: best?.result,
+    staticValidations,
+    deployed,
   };
 }
 
-export { trainAset, reward, scoreGreedy };
-export type { TrainingOptions, EpisodeResult, ValidationOptions, ValidationResult };
+export { trainAset, reward, scoreGreedy, scoreRuns };
+export type { TrainingOptions, EpisodeResult, ValidationOptions, ValidationResult, Deployed };

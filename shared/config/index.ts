@@ -22,6 +22,13 @@ const runtimeSchema = z.object({
   LOG_LEVEL: z.enum(logLevels).default('info'),
   BODY_LIMIT_BYTES: integer(1).default(1024 * 1024),
   REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
+  // Kept apart from REDIS_URL so the URL can sit in a ConfigMap and the password in a Secret.
+  REDIS_PASSWORD: z.string().optional(),
+  // An ACL user (edge workers get a restricted one); unset, the server's default user.
+  REDIS_USERNAME: z
+    .string()
+    .regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1-64 of [A-Za-z0-9_.-]')
+    .optional(),
   REDIS_KEY_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9_.-]{1,64}:$/, 'must be 1-64 of [A-Za-z0-9_.-] followed by ":"')
@@ -39,6 +46,8 @@ interface RuntimeConfig {
   bodyLimitBytes: number;
   redis: {
     url: string | undefined;
+    username: string | undefined;
+    password: string | undefined;
     keyPrefix: string;
     commandTimeoutMs: number;
     connectTimeoutMs: number;
@@ -65,6 +74,18 @@ function readEnv<S extends z.ZodObject>(schema: S, env: Env): z.output<S> {
 /** Reads the shared runtime settings (see README "Configuration" for each variable). */
 function loadConfig(env: Env = process.env): RuntimeConfig {
   const raw = readEnv(runtimeSchema, env);
+  // ioredis silently prefers credentials in the URL — a user name alone (then with an empty
+  // password) or a `password` query parameter included; two sources of one secret is a mistake.
+  const separate = raw.REDIS_PASSWORD !== undefined || raw.REDIS_USERNAME !== undefined;
+  if (separate && raw.REDIS_URL !== undefined) {
+    const url = new URL(raw.REDIS_URL);
+    if (url.username !== '' || url.password !== '' || url.searchParams.has('password')) {
+      const name = raw.REDIS_PASSWORD !== undefined ? 'REDIS_PASSWORD' : 'REDIS_USERNAME';
+      throw new ConfigError(
+        `${name}: REDIS_URL carries credentials too (user, password or ?password=); set only one`,
+      );
+    }
+  }
   return {
     port: raw.PORT,
     functionTarget: raw.FUNCTION_TARGET,
@@ -72,6 +93,8 @@ function loadConfig(env: Env = process.env): RuntimeConfig {
     bodyLimitBytes: raw.BODY_LIMIT_BYTES,
     redis: {
       url: raw.REDIS_URL,
+      username: raw.REDIS_USERNAME,
+      password: raw.REDIS_PASSWORD,
       keyPrefix: raw.REDIS_KEY_PREFIX,
       commandTimeoutMs: raw.REDIS_COMMAND_TIMEOUT_MS,
       connectTimeoutMs: raw.REDIS_CONNECT_TIMEOUT_MS,

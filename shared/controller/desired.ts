@@ -40,6 +40,15 @@ type Desired =
 /** Knative names a revision `<service>-00001`, and that must stay a 63-character DNS label. */
 const maxServiceNameLength = 63 - '-cloud'.length - '-00001'.length;
 
+/**
+ * Knative Service names are DNS-1035 labels (a Kubernetes name may also start with a digit or
+ * hold dots): the API server would refuse the create on every pass.
+ */
+const dns1035Label = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
+
+/** `kubernetes.io/hostname` is a label, so its value (the nodeName) is at most 63 characters. */
+const maxLabelValueLength = 63;
+
 const workerPort = 8080;
 
 function ownerReference(service: ServiceObject) {
@@ -241,6 +250,14 @@ function desiredState(
       message: `metadata.name: at most ${maxServiceNameLength} characters, so that worker revision names stay valid DNS labels`,
     };
   }
+  const name = service.metadata.name;
+  if (!roles.every((role) => dns1035Label.test(workerName(name, role)))) {
+    return {
+      valid: false,
+      reason: 'InvalidSpec',
+      message: `metadata.name: "${name}" must start with a lowercase letter and hold only lowercase letters, digits and '-', so that the worker Service names (${workerName(name, 'edge')}, ${workerName(name, 'cloud')}) are valid DNS-1035 labels`,
+    };
+  }
   const parsed = jointInferenceServiceSpec.safeParse(service.spec);
   if (!parsed.success) {
     const problems = parsed.error.issues.map(
@@ -249,6 +266,16 @@ function desiredState(
     return { valid: false, reason: 'InvalidSpec', message: problems.join('; ') };
   }
   const spec = parsed.data;
+  for (const role of roles) {
+    const nodeName = (role === 'edge' ? spec.edgeWorker : spec.cloudWorker).nodeName;
+    if (nodeName !== undefined && nodeName.length > maxLabelValueLength) {
+      return {
+        valid: false,
+        reason: 'InvalidSpec',
+        message: `spec.${role}Worker.nodeName: at most ${maxLabelValueLength} characters, as it becomes the kubernetes.io/hostname label value the worker is pinned by`,
+      };
+    }
+  }
   const namespace = service.metadata.namespace ?? '';
   const missing: string[] = [];
   const invalid: string[] = [];

@@ -12,13 +12,18 @@ import { findCondition, mergeConditions } from './conditions.js';
 import type { ConditionState } from './conditions.js';
 import type { Desired } from './desired.js';
 import { restartDecision } from './restart.js';
-import { annotations, roles } from './types.js';
+import { annotations, roles, workerName } from './types.js';
 import type { Role, ServiceObject, WorkerStatus } from './types.js';
 
 interface Observed {
   service: ServiceObject;
   /** The worker Services found for it (by label), whoever owns them now. */
   workers: Partial<Record<Role, KubeObject>>;
+  /**
+   * Roles whose worker name is held by a Knative Service that is not this service's worker
+   * (created by someone else): creating it would fail on every pass, so the status says why.
+   */
+  taken?: readonly Role[];
 }
 
 type Action =
@@ -156,6 +161,18 @@ interface WorkerView {
   completed: boolean;
   readiness: Readiness;
   state: string;
+  /** The worker's name is held by someone else's Knative Service. */
+  taken: boolean;
+}
+
+/**
+ * The worker's last report stopped it for good under its policy: a permanent failure, or a clean
+ * exit that OnFailure and Never do not restart. Its Service is left alone until the spec changes.
+ */
+function stopped(status: WorkerStatus): boolean {
+  return (
+    status.outcome === 'Permanent' || (status.outcome === 'None' && status.state === 'Completed')
+  );
 }
 
 function describeReport(role: Role, status: WorkerStatus): string {
@@ -217,14 +234,9 @@ function judgeWorker(
       }
     }
   }
-  // A spec change may remove the cause of a permanent failure: try the new spec once.
+  // A spec change may remove the cause of a permanent failure or of an exit: try the new spec once.
   const stillReported = status.handledReport === status.reportTime;
-  if (
-    desired.valid &&
-    status.outcome === 'Permanent' &&
-    stillReported &&
-    status.failedGeneration !== generation
-  ) {
+  if (desired.valid && stopped(status) && stillReported && status.failedGeneration !== generation) {
     status = {
       ...status,
       outcome: 'Restarted',
@@ -241,11 +253,32 @@ function judgeWorker(
   return status;
 }
 
+/**
+ * Knative has rolled out and readied the revision that carries the worker's last restart. Cloud
+ * workers never report, and edge workers may not, so a new report cannot be what ends a restart.
+ */
+function restartRolledOut(status: WorkerStatus, stored: KubeObject | undefined): boolean {
+  const rolled = path(
+    stored,
+    'spec',
+    'template',
+    'metadata',
+    'annotations',
+    annotations.restartedAt,
+  );
+  return (
+    status.restartedAt !== undefined &&
+    rolled === status.restartedAt &&
+    serviceReadiness(stored).status === 'True'
+  );
+}
+
 /** `written`: the worker is created or updated in this pass, so it is not rolled out yet. */
 function viewWorker(
   status: WorkerStatus,
   stored: KubeObject | undefined,
   written = false,
+  taken = false,
 ): WorkerView {
   const noNewReport =
     status.handledReport !== undefined && status.handledReport === status.reportTime;
@@ -259,29 +292,46 @@ function viewWorker(
   if (permanent) state = 'Failed';
   else if (restarting) state = 'Restarting';
   else if (completed) state = 'Completed';
+  else if (taken) state = 'NameTaken';
   else if (stored === undefined && !written) state = 'Absent';
   else if (readiness.status === 'True') state = 'Running';
   else if (readiness.status === 'False') state = 'NotReady';
   else state = 'Pending';
-  return { status, permanent, restarting, completed, readiness, state };
+  return { status, permanent, restarting, completed, readiness, state, taken };
 }
 
-function conditionsFor(desired: Desired, views: Record<Role, WorkerView>): ConditionState[] {
+function conditionsFor(
+  desired: Desired,
+  views: Record<Role, WorkerView>,
+  serviceName: string,
+): ConditionState[] {
   const all = roles.map((role) => ({ role, view: views[role] }));
+  const taken = all.filter(({ view }) => view.taken);
   const failed = all.filter(({ view }) => view.permanent || view.completed);
   const restarting = all.filter(({ view }) => view.restarting);
   const notReady = all.filter(({ view }) => view.readiness.status === 'False');
   const running = all.every(({ view }) => view.readiness.status === 'True');
   const list = (items: typeof all, text: (role: Role, view: WorkerView) => string) =>
     items.map(({ role, view }) => text(role, view)).join('; ');
-  const created: ConditionState = desired.valid
-    ? {
-        type: 'Created',
-        status: 'True',
-        reason: 'WorkersCreated',
-        message: 'edge and cloud workers exist',
-      }
-    : { type: 'Created', status: 'False', reason: desired.reason, message: desired.message };
+  const created: ConditionState = !desired.valid
+    ? { type: 'Created', status: 'False', reason: desired.reason, message: desired.message }
+    : taken.length > 0
+      ? {
+          type: 'Created',
+          status: 'False',
+          reason: 'WorkerNameTaken',
+          message: list(
+            taken,
+            (r) =>
+              `Knative Service "${workerName(serviceName, r)}" (the ${r} worker's name) exists and is not this service's worker: delete or rename it`,
+          ),
+        }
+      : {
+          type: 'Created',
+          status: 'True',
+          reason: 'WorkersCreated',
+          message: 'edge and cloud workers exist',
+        };
   const runningCondition: ConditionState = running
     ? { type: 'Running', status: 'True', reason: 'WorkersReady', message: 'both workers are ready' }
     : notReady.length > 0
@@ -337,8 +387,7 @@ function conditionsFor(desired: Desired, views: Record<Role, WorkerView>): Condi
       }
     : { type: 'Degraded', status: 'False', reason: 'NotDegraded', message: '' };
   let ready: ConditionState;
-  if (!desired.valid)
-    ready = { type: 'Ready', status: 'False', reason: desired.reason, message: desired.message };
+  if (created.status === 'False') ready = { ...created, type: 'Ready' };
   else if (failed.length > 0) ready = { ...failedCondition, type: 'Ready', status: 'False' };
   else if (restarting.length > 0)
     ready = { ...restartingCondition, type: 'Ready', status: 'False', reason: 'WorkerRestarting' };
@@ -402,7 +451,7 @@ function reconcile(
   const statuses = {} as Record<Role, WorkerStatus>;
   const views = {} as Record<Role, WorkerView>;
   for (const role of roles) {
-    const status = judgeWorker(
+    let status = judgeWorker(
       role,
       previous.workers?.[role] ?? {},
       desired,
@@ -410,10 +459,15 @@ function reconcile(
       nowIso,
       events,
     );
-    statuses[role] = status;
     const stored = observed.workers[role];
-    const view = viewWorker(status, stored);
-    if (desired.valid && !view.permanent && !view.completed) {
+    // Recorded, not derived from the Service's readiness, so that a later rollout or a worker
+    // that is not ready for another reason does not show as restarting again.
+    if (status.outcome === 'Restarted' && restartRolledOut(status, stored))
+      status = { ...status, outcome: 'Recovered' };
+    statuses[role] = status;
+    const taken = stored === undefined && (observed.taken?.includes(role) ?? false);
+    const view = viewWorker(status, stored, false, taken);
+    if (desired.valid && !view.permanent && !view.completed && !taken) {
       const wanted = structuredClone(desired.workers[role]);
       if (status.restartedAt !== undefined) {
         const template = (
@@ -450,7 +504,7 @@ function reconcile(
       ? viewWorker(status, stored, true)
       : view;
   }
-  const conditionStates = conditionsFor(desired, views);
+  const conditionStates = conditionsFor(desired, views, service.metadata.name);
   const wanted: JointInferenceServiceStatus = {
     observedGeneration: generation,
     startTime: previous.startTime ?? nowIso,

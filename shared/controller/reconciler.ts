@@ -4,9 +4,11 @@
  * pass for that one service from fresh reads, a few times.
  */
 import pMap from 'p-map';
-import { NotFoundError, UnavailableError } from '../errors/index.js';
+import { UnavailableError } from '../errors/index.js';
+import { findObject } from '../k8s/index.js';
 import type { Kube, KubeObject } from '../k8s/index.js';
 import type { Logger } from '../telemetry/index.js';
+import { jointInferenceServiceSpec } from '../crds/index.js';
 import { applyActions } from './apply.js';
 import { desiredState } from './desired.js';
 import type { WorkerSettings } from './desired.js';
@@ -77,6 +79,53 @@ function workersOf(
 
 const empty = new Map<string, KubeObject>();
 
+// Kubernetes label syntax: a selector outside it cannot match any Node (and the API server
+// would refuse the query).
+const labelName = /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)$/;
+const labelKey =
+  /^([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/;
+
+/** The Nodes one worker's placement names or selects (none when it is not pinned). */
+async function placementCandidates(
+  kube: Kube,
+  worker: { nodeName?: string | undefined; nodeSelector?: Record<string, string> | undefined },
+): Promise<KubeObject[]> {
+  if (worker.nodeName !== undefined) {
+    const node = await findObject(kube, { kind: 'node', name: worker.nodeName });
+    return node === undefined ? [] : [node];
+  }
+  const selector = Object.entries(worker.nodeSelector ?? {});
+  if (selector.length === 0) return [];
+  if (!selector.every(([k, v]) => labelKey.test(k) && (v === '' || labelName.test(v)))) return [];
+  const labelSelector = selector.map(([k, v]) => `${k}=${v}`).join(',');
+  return (await kube.list('node', { labelSelector })).items;
+}
+
+/**
+ * What one service's desired state reads, and nothing more: its Models by name and the Nodes
+ * its workers name or select. An event costs a handful of objects however large the cluster
+ * (the tick, which looks at every service, lists each kind once instead).
+ */
+async function referencedObjects(
+  kube: Kube,
+  service: ServiceObject,
+): Promise<{ models: Map<string, KubeObject>; nodes: Map<string, KubeObject> }> {
+  const parsed = jointInferenceServiceSpec.safeParse(service.spec);
+  // desiredState names the invalid field; it needs no Model or Node for that.
+  if (!parsed.success) return { models: empty, nodes: empty };
+  const { edgeWorker, cloudWorker } = parsed.data;
+  const namespace = service.metadata.namespace ?? '';
+  const modelNames = [...new Set([edgeWorker.model.name, cloudWorker.model.name])];
+  const [models, nodes] = await Promise.all([
+    Promise.all(modelNames.map((name) => findObject(kube, { kind: 'model', namespace, name }))),
+    Promise.all([edgeWorker, cloudWorker].map((worker) => placementCandidates(kube, worker))),
+  ]);
+  return {
+    models: byName(models.filter((m): m is KubeObject => m !== undefined)),
+    nodes: byName(nodes.flat()),
+  };
+}
+
 function createReconciler(options: ReconcilerOptions): Reconciler {
   const { kube, log } = options;
   const now = options.now ?? (() => new Date());
@@ -90,7 +139,22 @@ function createReconciler(options: ReconcilerOptions): Reconciler {
     nodes: ReadonlyMap<string, KubeObject>,
   ) {
     const desired = desiredState(service, models, nodes, options.settings);
-    const actions = reconcile({ service, workers }, desired, now(), {
+    // A worker missing from the label query may have a name someone else's Knative Service
+    // holds. Looked up by name, only while missing, so the status can say so instead of a
+    // create failing with 409 on every pass.
+    const taken: Role[] = [];
+    const namespace = service.metadata.namespace ?? '';
+    for (const role of desired.valid ? roles : []) {
+      if (workers[role] !== undefined) continue;
+      const name = workerName(service.metadata.name, role);
+      const found = await findObject(kube, { kind: 'knativeService', namespace, name });
+      if (found === undefined) continue;
+      // Labelled for this service, it appeared after the list was taken: it is the worker.
+      if (found.metadata.labels?.[labels.service] === service.metadata.name) {
+        workers = { ...workers, [role]: found };
+      } else taken.push(role);
+    }
+    const actions = reconcile({ service, workers, taken }, desired, now(), {
       heartbeatMs: options.heartbeatMs,
     });
     return applyActions(kube, service, actions, context);
@@ -98,25 +162,15 @@ function createReconciler(options: ReconcilerOptions): Reconciler {
 
   async function fresh(namespace: string, name: string, report: PassReport): Promise<void> {
     for (let attempt = 1; attempt <= attempts; attempt += 1) {
-      const [service, workers, models, nodes] = await Promise.all([
-        kube
-          .get({ kind: 'jointInferenceService', namespace, name })
-          .then((found) => found as ServiceObject)
-          .catch((err: unknown) => {
-            if (err instanceof NotFoundError) return undefined;
-            throw err;
-          }),
+      const [service, workers] = await Promise.all([
+        findObject(kube, { kind: 'jointInferenceService', namespace, name }) as Promise<
+          ServiceObject | undefined
+        >,
         kube.list('knativeService', { namespace, labelSelector: `${labels.service}=${name}` }),
-        kube.list('model', { namespace }),
-        kube.list('node'),
       ]);
       if (service === undefined) return;
-      const result = await pass(
-        service,
-        workersOf(service, byName(workers.items)),
-        byName(models.items),
-        byName(nodes.items),
-      );
+      const { models, nodes } = await referencedObjects(kube, service);
+      const result = await pass(service, workersOf(service, byName(workers.items)), models, nodes);
       report.writes += result.writes;
       if (!result.conflict) return;
       report.conflicts += 1;

@@ -142,7 +142,12 @@ const workerStatus = z.object({
   message: z.string().optional(),
   reportTime: z.string().optional(),
   handledReport: z.string().optional(),
-  outcome: z.string().optional().describe('Restarted, or Permanent when the policy says so.'),
+  outcome: z
+    .string()
+    .optional()
+    .describe(
+      'Restarted; Recovered once the restarted revision is ready; Permanent when the policy stops the worker; None otherwise.',
+    ),
   restarts: count.optional(),
   restartedAt: z.string().optional(),
   failedGeneration: count.optional(),

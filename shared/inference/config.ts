@@ -58,6 +58,8 @@ const edgeSchema = z.object({
   BUDGET_WINDOW: int(100, 2000),
   BUDGET_REFRESH_MS: int(50, 1000),
   TASK_POLL_MS: int(100, 5000),
+  EVENT_ANSWER_LEASE_SECONDS: int(1, 5),
+  EVENT_ANSWER_KEEP_SECONDS: int(1, 120),
 });
 
 interface ServingConfig {
@@ -132,6 +134,10 @@ function loadEdgeConfig(env: Env = process.env) {
       refreshMs: raw.BUDGET_REFRESH_MS,
     },
     taskPollMs: raw.TASK_POLL_MS,
+    eventAnswers: {
+      leaseSeconds: raw.EVENT_ANSWER_LEASE_SECONDS,
+      keepSeconds: raw.EVENT_ANSWER_KEEP_SECONDS,
+    },
     service: raw.EDGEAI_SERVICE,
     node: raw.EDGEAI_NODE,
     // Reports need all four; a worker without them (local runs) keeps its counters to itself.

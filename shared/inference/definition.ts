@@ -9,6 +9,8 @@ import { NotFoundError, ValidationError } from '../errors/index.js';
 import { eventTypes } from '../events/index.js';
 import { decodeJsonBody, defineFunction, onEvent, onRawRequest, onRequest } from '../http/index.js';
 import type { Answer, FunctionDefinition, ReadinessCheck } from '../http/index.js';
+import { localAnswers } from './event-answers.js';
+import type { AnswerOnce } from './event-answers.js';
 import { jointInfer } from './joint.js';
 import { createTurns } from './turns.js';
 import type { JointDeps } from './joint.js';
@@ -35,6 +37,8 @@ function inferenceDefinition(options: {
   consumes: string;
   readiness: readonly ReadinessCheck[];
   onAnswered?: (results: readonly SampleResult[]) => void;
+  /** Where replicas share event answers (event-answers.ts); without it, per process. */
+  sharedAnswers?: AnswerOnce;
 }): FunctionDefinition {
   const { model, pool } = options;
   const modelParam = z.object({ model: z.string().min(1).max(63) });
@@ -77,17 +81,8 @@ function inferenceDefinition(options: {
   const inferEvent = async (data: unknown, traceparent: string) =>
     (await infer(data, traceparent, undefined, true)).header;
   // A redelivered event (same source and id) gets the first delivery's answer instead of a
-  // second inference: counted once, answered the same. Bounded; per process.
-  const recent = new Map<string, Promise<unknown>>();
-  const once = (key: string, run: () => Promise<unknown>): Promise<unknown> => {
-    const hit = recent.get(key);
-    if (hit !== undefined) return hit;
-    const answer = run();
-    recent.set(key, answer);
-    answer.catch(() => recent.delete(key));
-    if (recent.size > 1000) recent.delete(recent.keys().next().value!);
-    return answer;
-  };
+  // second inference: counted once, answered the same (across replicas with `sharedAnswers`).
+  const once = localAnswers(options.sharedAnswers);
   return defineFunction({
     name: options.name,
     // Binary tensor data starts right after the JSON header: read it aligned, to use in place.
@@ -189,9 +184,11 @@ function edgeInferDefinition(options: {
   maxBatch: number;
   readiness: readonly ReadinessCheck[];
   onAnswered?: (results: readonly SampleResult[]) => void;
+  sharedAnswers?: AnswerOnce;
 }): FunctionDefinition {
   return inferenceDefinition({
     ...(options.onAnswered === undefined ? {} : { onAnswered: options.onAnswered }),
+    ...(options.sharedAnswers === undefined ? {} : { sharedAnswers: options.sharedAnswers }),
     name: 'edge-infer',
     model: options.model,
     pool: options.joint.edge,

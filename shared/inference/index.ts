@@ -9,6 +9,8 @@ export { createCloudClient } from './cloud-client.js';
 export { jointInfer, checkJointSettings, WorkerCounters } from './joint.js';
 export { startReporter } from './reporter.js';
 export { edgeInferDefinition, cloudInferDefinition } from './definition.js';
+export { sharedAnswers } from './event-answers.js';
+export type { AnswerOnce } from './event-answers.js';
 export { loadServingConfig, loadEdgeConfig } from './config.js';
 export type { OnnxModel } from './onnx-runtime.js';
 export type { InferencePool, PoolOptions } from './pool.js';

@@ -1,7 +1,7 @@
 /**
  * Hot reload of the edge worker's mining settings: downstream-sync keeps each node's current
  * task per service in Redis (`tasks:{<node>}:current`); the worker polls its own entry and, when
- * the generation moves, swaps in the new miner (and budget target) without a restart. A task it
+ * the generation (or the object) changes, swaps in the new miner (and budget target) without a restart. A task it
  * cannot use is logged and the running settings stay.
  */
 import type { RedisClient } from '../redis/index.js';
@@ -52,17 +52,27 @@ function watchTask(options: {
   log: Logger;
 }) {
   const key = nodeKeys(options.node).current;
-  let generation: number | undefined;
+  // uid and generation: a service deleted and created again under its name starts at 1 again.
+  let loaded: string | undefined;
   const poll = async () => {
     const text = await options.redis.hget(key, options.service);
     if (text === null) return;
-    const task = JSON.parse(text) as { generation?: number; resource?: { spec?: TaskSpec } };
-    if (task.generation === undefined || task.generation === generation) return;
+    const task = JSON.parse(text) as {
+      uid?: string;
+      generation?: number;
+      resource?: { spec?: TaskSpec };
+    };
+    if (task.generation === undefined) return;
+    const version = `${task.uid ?? ''}:${task.generation}`;
+    if (version === loaded) return;
     const { miner, targetOffloadRatio } = minerFromTask(task.resource?.spec ?? {});
     options.target.miner = miner;
     options.onBudget?.(targetOffloadRatio);
-    generation = task.generation;
-    options.log.info({ generation, miner: miner.name }, 'mining settings reloaded from the task');
+    loaded = version;
+    options.log.info(
+      { generation: task.generation, miner: miner.name },
+      'mining settings reloaded from the task',
+    );
   };
   const timer = setInterval(() => {
     poll().catch((err: unknown) =>

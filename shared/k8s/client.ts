@@ -35,6 +35,7 @@ interface KubeObject {
     uid?: string;
     resourceVersion?: string;
     generation?: number;
+    creationTimestamp?: string;
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
     ownerReferences?: Array<Record<string, unknown>>;

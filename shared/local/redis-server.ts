@@ -42,8 +42,15 @@ interface RedisServer {
   start(): Promise<void>;
 }
 
-/** Starts redis-server (the binary `make test` ensures is installed) on a free port. */
-async function startRedisServer(): Promise<RedisServer> {
+/**
+ * Starts redis-server (the binary `make test` ensures is installed) on a free port; with
+ * `password`, clients must AUTH (requirepass), as the cluster's Redis requires; `args` are more
+ * configuration (e.g. the ACL users of knative/redis/deployment.yaml).
+ */
+async function startRedisServer(
+  options: { password?: string; args?: readonly string[] } = {},
+): Promise<RedisServer> {
+  const auth = options.password === undefined ? [] : ['--requirepass', options.password];
   const port = await freePort();
   let child: ChildProcess | undefined;
   const server: RedisServer = {
@@ -52,7 +59,18 @@ async function startRedisServer(): Promise<RedisServer> {
     async start() {
       child = spawn(
         'redis-server',
-        ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          ...auth,
+          ...(options.args ?? []),
+        ],
         { stdio: 'ignore' },
       );
       const failed = once(child, 'error').then(([err]) => {

@@ -11,6 +11,10 @@ import { ConfigError, UnavailableError } from '../errors/index.js';
 
 interface RedisConfig {
   url: string;
+  /** ACL user when the URL carries none (REDIS_USERNAME); default: the server's default user. */
+  username?: string | undefined;
+  /** AUTH password when the URL carries none (REDIS_PASSWORD). */
+  password?: string | undefined;
   keyPrefix: string;
   commandTimeoutMs: number;
   connectTimeoutMs: number;
@@ -47,6 +51,8 @@ type RedisClient = GuardedRedis;
  */
 function createRedis(config: RedisConfig, onError: (err: Error) => void): RedisClient {
   const client = new GuardedRedis(config.url, {
+    ...(config.username === undefined ? {} : { username: config.username }),
+    ...(config.password === undefined ? {} : { password: config.password }),
     keyPrefix: config.keyPrefix,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 0,

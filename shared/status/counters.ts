@@ -2,7 +2,17 @@
  * Report aggregation in Redis, one script per report so concurrent replicas cannot interleave:
  * each reporter's cumulative counters only move forward, the totals move by the difference,
  * and the report's dedupe marker is set in the same script (defineIdempotentScript). All keys
- * of one service share a hash tag.
+ * of one service share a hash tag. A reporter's counters are keyed by the authenticated node and
+ * the role as well as the reporter id the report names: were they keyed by the id alone, any
+ * node could claim another's id and, counters moving only forward, freeze its totals.
+ *
+ * Only the per-reporter counters expire (after the retention, counted from the service's last
+ * report), because reporter ids churn with every worker process. The totals never expire, so the
+ * counts in the status never go backwards after a quiet period (PERSIST also clears the TTL that
+ * totals written by earlier versions carry). What bounds them is the service: they are keyed by
+ * its uid, a few fields each, one hash per service ever created; a recreated service starts a
+ * new hash and nothing here deletes the old one. A reporter that resumes after its counters
+ * expired is counted again from zero: the totals stay monotonic, not exact, in that case.
  */
 import { defineIdempotentScript, hashTag, key } from '../redis/index.js';
 import type { RedisClient } from '../redis/index.js';
@@ -24,27 +34,50 @@ interface Totals {
 
 const recordLua = `
 local reporters, totals = KEYS[1], KEYS[2]
-local reporter = ARGV[1]
+local node, reporter, role = ARGV[1], ARGV[2], ARGV[6]
+-- The node is the authenticated one and the role one it was checked to run; the reporter id
+-- is the node's own word. Keying by all three means no node can move another node's counters.
+local owner = node .. '|' .. role .. '|' .. reporter
 local names = {'uploaded', 'inferenceNumber', 'hardExampleNumber'}
 for i, name in ipairs(names) do
-  local value = ARGV[1 + i]
+  local value = ARGV[2 + i]
   if value ~= '' then
-    local field = reporter .. '|' .. name
-    local old = tonumber(redis.call('HGET', reporters, field) or '0')
+    local field = owner .. '|' .. name
+    local current = redis.call('HGET', reporters, field)
+    local migrated = false
+    if not current then
+      -- Counters written before they were keyed by node and role: taken over as this
+      -- reporter's baseline, else a worker running across the upgrade would be counted twice.
+      local legacy = reporter .. '|' .. name
+      current = redis.call('HGET', reporters, legacy)
+      if current then
+        redis.call('HDEL', reporters, legacy)
+        migrated = true
+      end
+    end
+    local old = tonumber(current or '0')
     local new = tonumber(value)
     if new > old then
       redis.call('HSET', reporters, field, value)
       redis.call('HINCRBY', totals, name, new - old)
+    elseif migrated then
+      redis.call('HSET', reporters, field, current)
     end
   end
 end
-local role = ARGV[5]
-redis.call('HSET', totals, role .. '.state', ARGV[6], role .. '.exitCode', ARGV[7],
-  role .. '.message', ARGV[8], role .. '.reportTime', ARGV[9])
-redis.call('EXPIRE', reporters, ARGV[10])
-redis.call('EXPIRE', totals, ARGV[10])
+redis.call('HSET', totals, role .. '.state', ARGV[7], role .. '.exitCode', ARGV[8],
+  role .. '.message', ARGV[9], role .. '.reportTime', ARGV[10])
+redis.call('EXPIRE', reporters, ARGV[11])
+redis.call('PERSIST', totals)
 return 1
 `;
+
+/** Whose counters a report moves: the authenticated node and the reporter id it gives. */
+interface Reporter {
+  node: string;
+  /** One worker process on that node (the report's `reporter`, else the node name). */
+  id: string;
+}
 
 interface ReportCounters {
   /**
@@ -54,7 +87,7 @@ interface ReportCounters {
   record(
     tag: string,
     deliveryId: { source: string; id: string },
-    reporter: string,
+    reporter: Reporter,
     message: WorkerMessage,
     reportTime: string,
   ): Promise<boolean>;
@@ -84,7 +117,8 @@ function createReportCounters(
         { ...deliveryId, tag },
         [k.reporters, k.totals],
         [
-          reporter,
+          reporter.node,
+          reporter.id,
           value(info?.uploaded),
           value(info?.inferenceNumber),
           value(info?.hardExampleNumber),
@@ -123,4 +157,4 @@ function createReportCounters(
 }
 
 export { createReportCounters, counterNames };
-export type { ReportCounters, Totals };
+export type { ReportCounters, Reporter, Totals };

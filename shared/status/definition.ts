@@ -14,6 +14,8 @@ import { parseSubject, serviceParams, workerMessage } from './worker-message.js'
 function upstreamStatusDefinition(deps: {
   upstream: Upstream;
   tokens: NodeTokens;
+  /** How far a signed event's time may be from this server's clock. */
+  maxReportAgeMs: number;
   readiness: readonly ReadinessCheck[];
 }): FunctionDefinition {
   const { upstream, tokens } = deps;
@@ -31,10 +33,7 @@ function upstreamStatusDefinition(deps: {
             ...params,
             node,
             message: body,
-            delivery: {
-              source: `node/${node}`,
-              id: body.id ?? upstream.contentId(node, body),
-            },
+            id: body.id ?? upstream.contentId(node, body),
           });
           return { kind: 'json', body: result };
         },
@@ -51,18 +50,19 @@ function upstreamStatusDefinition(deps: {
               'subject: expected "<namespace>/jointinferenceservices/<name>"',
             );
           }
-          const node = await authenticateSignature(tokens, {
-            id: event.id,
-            subject: event.subject ?? '',
-            data: event.data,
-            extensions: event.extensions,
-          });
-          await upstream.report({
-            ...target,
-            node,
-            message: data,
-            delivery: { source: event.source, id: event.id },
-          });
+          const node = await authenticateSignature(
+            tokens,
+            {
+              id: event.id,
+              subject: event.subject ?? '',
+              time: event.time,
+              data: event.data,
+              extensions: event.extensions,
+            },
+            { maxAgeMs: deps.maxReportAgeMs },
+          );
+          // The source is not signed, so the event's id counts per node, whatever the source.
+          await upstream.report({ ...target, node, message: data, id: event.id });
           return { kind: 'accepted' };
         },
       }),

@@ -13,7 +13,7 @@ export { createUpstream, statusFromTotals } from './upstream.js';
 export { loadUpstreamConfig } from './config.js';
 export type { WorkerMessage, WorkerState } from './worker-message.js';
 export type { NodeTokens } from './node-auth.js';
-export type { ReportCounters, Totals } from './counters.js';
+export type { ReportCounters, Reporter, Totals } from './counters.js';
 export type { Upstream, UpstreamOptions, ReportInput, ReportResult } from './upstream.js';
 export type { UpstreamConfig } from './config.js';
 export { upstreamStatusDefinition } from './definition.js';

@@ -2,7 +2,8 @@
  * Who is reporting. Each edge node has a token in a Secret `edgeai-node-<node>` (key `token`) in
  * one namespace; a report names its node and proves it holds the token: a bearer token over HTTP,
  * or an HMAC of the event for the CloudEvent form (which crosses the Broker, where headers do
- * not). Tokens are cached briefly so a burst of reports costs one Secret read.
+ * not; a signed time bounds how long a captured event can be replayed). Tokens are cached
+ * briefly so a burst of reports costs one Secret read.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { NotFoundError, UnauthorizedError } from '../errors/index.js';
@@ -19,23 +20,56 @@ function secretName(node: string): string {
   return `edgeai-node-${node}`;
 }
 
-/** Tokens read from Secrets through the API server, cached for `ttlMs` (also when absent). */
-function secretTokens(kube: Kube, namespace: string, ttlMs: number, now = Date.now): NodeTokens {
+/**
+ * Tokens read from Secrets through the API server, cached for `ttlMs` (also when absent). Node
+ * names come from the request before its token is checked, so the cache is an LRU of at most
+ * `maxEntries`: a client inventing names evicts entries instead of growing memory. Concurrent
+ * requests for one node share its read, so a burst costs one Secret read, not one each.
+ */
+function secretTokens(
+  kube: Kube,
+  namespace: string,
+  ttlMs: number,
+  options: { maxEntries?: number; now?: () => number } = {},
+): NodeTokens {
+  const { maxEntries = 1024, now = Date.now } = options;
   const cache = new Map<string, { token: Buffer | undefined; until: number }>();
-  return {
-    async token(node) {
-      const hit = cache.get(node);
-      if (hit !== undefined && hit.until > now()) return hit.token;
-      let token: Buffer | undefined;
-      try {
-        const secret = await kube.get({ kind: 'secret', namespace, name: secretName(node) });
-        const data = (secret['data'] as Record<string, string> | undefined)?.['token'];
-        token = data === undefined || data === '' ? undefined : Buffer.from(data, 'base64');
-      } catch (err) {
-        if (!(err instanceof NotFoundError)) throw err;
-      }
+  const reading = new Map<string, Promise<Buffer | undefined>>();
+
+  async function read(node: string): Promise<Buffer | undefined> {
+    let token: Buffer | undefined;
+    try {
+      const secret = await kube.get({ kind: 'secret', namespace, name: secretName(node) });
+      const data = (secret['data'] as Record<string, string> | undefined)?.['token'];
+      token = data === undefined || data === '' ? undefined : Buffer.from(data, 'base64');
+    } catch (err) {
+      if (!(err instanceof NotFoundError)) throw err;
+    }
+    if (ttlMs > 0) {
+      // Map order is insertion order: re-inserting marks an entry most recently used.
+      cache.delete(node);
       cache.set(node, { token, until: now() + ttlMs });
-      return token;
+      if (cache.size > maxEntries) cache.delete(cache.keys().next().value!);
+    }
+    return token;
+  }
+
+  return {
+    token(node) {
+      const hit = cache.get(node);
+      if (hit !== undefined) {
+        cache.delete(node);
+        if (hit.until > now()) {
+          cache.set(node, hit);
+          return Promise.resolve(hit.token);
+        }
+      }
+      let pending = reading.get(node);
+      if (pending === undefined) {
+        pending = read(node).finally(() => reading.delete(node));
+        reading.set(node, pending);
+      }
+      return pending;
     },
   };
 }
@@ -77,27 +111,46 @@ async function authenticateBearer(
   return node;
 }
 
-/** What the event form signs: id, subject and the data as JSON text. */
-function signedText(id: string, subject: string, data: unknown): string {
-  return `${id}\n${subject}\n${JSON.stringify(data)}`;
+/**
+ * What the event form signs: id, subject, time and the data as JSON text. The time is signed so
+ * a captured event cannot be replayed once it is older than the accepted age; it is signed as
+ * UTC ISO-8601 with milliseconds (toISOString) because a Broker may re-format the attribute.
+ */
+function signedText(id: string, subject: string, time: string, data: unknown): string {
+  return `${id}\n${subject}\n${new Date(time).toISOString()}\n${JSON.stringify(data)}`;
 }
 
-/** The signature a node puts in the `edgeaisig` extension (hex HMAC-SHA256 with its token). */
-function signReport(token: Buffer, id: string, subject: string, data: unknown): string {
+/**
+ * The signature a node puts in the `edgeaisig` extension (hex HMAC-SHA256 with its token);
+ * `time` is the event's `time` attribute. Throws a RangeError for a time that is not a date.
+ */
+function signReport(
+  token: Buffer,
+  id: string,
+  subject: string,
+  time: string,
+  data: unknown,
+): string {
   return createHmac('sha256', token)
-    .update(signedText(id, subject, data))
+    .update(signedText(id, subject, time, data))
     .digest('hex');
 }
 
-/** Event form: extensions `edgeainode` and `edgeaisig`. */
+/**
+ * Event form: extensions `edgeainode` and `edgeaisig`, and a `time` within `maxAgeMs` of this
+ * server's clock either way (ahead too, or a node with a fast clock could sign reports that
+ * stay replayable for as long as it is ahead).
+ */
 async function authenticateSignature(
   tokens: NodeTokens,
   event: {
     id: string;
     subject: string;
+    time: string | undefined;
     data: unknown;
     extensions: Readonly<Record<string, unknown>>;
   },
+  options: { maxAgeMs: number; now?: () => number },
 ): Promise<string> {
   const rawNode = event.extensions['edgeainode'];
   const node = checkNodeName(
@@ -108,14 +161,27 @@ async function authenticateSignature(
   if (typeof signature !== 'string' || !/^[0-9a-f]{64}$/.test(signature)) {
     throw new UnauthorizedError('edgeaisig extension: expected a hex HMAC-SHA256 of the report');
   }
+  const sent = event.time === undefined ? Number.NaN : Date.parse(event.time);
+  if (event.time === undefined || Number.isNaN(sent)) {
+    throw new UnauthorizedError(
+      'time attribute: required on a signed report (it is signed, so an old report cannot be replayed)',
+    );
+  }
   const expected = await tokens.token(node);
   const valid =
     expected !== undefined &&
     timingSafeEqual(
       Buffer.from(signature, 'hex'),
-      Buffer.from(signReport(expected, event.id, event.subject, event.data), 'hex'),
+      Buffer.from(signReport(expected, event.id, event.subject, event.time, event.data), 'hex'),
     );
   if (!valid) throw new UnauthorizedError(`node ${node}: signature not accepted`);
+  const skew = (options.now ?? Date.now)() - sent;
+  if (Math.abs(skew) > options.maxAgeMs) {
+    const seconds = Math.round(Math.abs(skew) / 1000);
+    throw new UnauthorizedError(
+      `time attribute: ${event.time} is ${seconds} s ${skew > 0 ? 'old' : 'ahead of this server'}, more than the ${options.maxAgeMs / 1000} s accepted; refused as a possible replay`,
+    );
+  }
   return node;
 }
 

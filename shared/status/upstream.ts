@@ -6,7 +6,13 @@
  */
 import { createHash } from 'node:crypto';
 import { ExponentialBackoff, handleType, retry } from 'cockatiel';
-import { ConflictError, ForbiddenError, NotFoundError, UnavailableError } from '../errors/index.js';
+import {
+  ConflictError,
+  ForbiddenError,
+  NotFoundError,
+  UnavailableError,
+  ValidationError,
+} from '../errors/index.js';
 import { covers, placementNodes } from '../controller/index.js';
 import type { ServiceObject } from '../controller/index.js';
 import type { Kube, KubeObject } from '../k8s/index.js';
@@ -28,8 +34,8 @@ interface ReportInput {
   /** The authenticated node. */
   node: string;
   message: WorkerMessage;
-  /** Dedupe identity: the event's source and id, or the HTTP report's. */
-  delivery: { source: string; id: string };
+  /** The report's id (the event's, the message's, or its content's), unique per node. */
+  id: string;
 }
 
 interface ReportResult {
@@ -54,8 +60,13 @@ function statusFromTotals(totals: Totals): Record<string, unknown> {
     uploadCount: uploaded,
     inferenceNumber,
     hardExampleNumber,
+    // Clamped: totals recorded before reports had to pair hardExampleNumber with
+    // inferenceNumber can hold more hard examples than inferences, and a ratio above the CRD's
+    // maximum of 1 would make every later status write of the service fail.
     offloadRatio:
-      inferenceNumber === 0 ? 0 : Number((hardExampleNumber / inferenceNumber).toFixed(6)),
+      inferenceNumber === 0
+        ? 0
+        : Math.min(1, Number((hardExampleNumber / inferenceNumber).toFixed(6))),
     ...(Object.keys(workers).length > 0 ? { workers } : {}),
   };
 }
@@ -117,10 +128,22 @@ function createUpstream(options: UpstreamOptions) {
         const service = await getService(namespace, name);
         const status = statusFromTotals(await counters.totals(serviceTag(service)));
         if (covers(service.status, withoutNulls(status))) return status;
-        await kube.patchStatus(
-          { kind: 'jointInferenceService', namespace, name },
-          { metadata: { resourceVersion: service.metadata.resourceVersion }, status },
-        );
+        try {
+          await kube.patchStatus(
+            { kind: 'jointInferenceService', namespace, name },
+            { metadata: { resourceVersion: service.metadata.resourceVersion }, status },
+          );
+        } catch (err) {
+          // The API server refusing a status we computed is our bug, not the reporter's: a 400
+          // would tell it not to retry a report that is recorded but never reaches the status.
+          // A plain Error answers 500 and is logged with the API server's reason.
+          if (err instanceof ValidationError) {
+            throw new Error(`status write of ${namespace}/${name} refused: ${err.message}`, {
+              cause: err,
+            });
+          }
+          throw err;
+        }
         return status;
       });
     } catch (err) {
@@ -142,21 +165,31 @@ function createUpstream(options: UpstreamOptions) {
             { nodeName?: string; nodeSelector?: Record<string, string> } | undefined
           >
         | undefined;
-      const worker = spec?.[input.message.worker === 'edge' ? 'edgeWorker' : 'cloudWorker'] ?? {};
-      if (worker.nodeName !== undefined || worker.nodeSelector !== undefined) {
-        // A selector is checked against the reporting node's labels.
-        const nodes = worker.nodeName === undefined ? await nodeList(input.node) : [];
-        const allowed = placementNodes(worker, nodes) ?? [];
-        if (!allowed.includes(input.node)) {
-          throw new ForbiddenError(
-            `node ${input.node} does not run the ${input.message.worker} worker of ${input.namespace}/${input.name}`,
-          );
-        }
+      const role = input.message.worker;
+      const worker = spec?.[role === 'edge' ? 'edgeWorker' : 'cloudWorker'] ?? {};
+      // A node token vouches only for the node; what the node may report is where the worker
+      // runs. A worker pinned nowhere (an empty nodeSelector pins nothing, as in placementNodes)
+      // runs on no node in particular, so no node can speak for it.
+      const selected = Object.keys(worker.nodeSelector ?? {}).length > 0;
+      if (worker.nodeName === undefined && !selected) {
+        throw new ForbiddenError(
+          `the ${role} worker of ${input.namespace}/${input.name} is not pinned to a node (no nodeName or nodeSelector), so no node may report for it`,
+        );
+      }
+      // A selector is checked against the reporting node's labels.
+      const nodes = worker.nodeName === undefined ? await nodeList(input.node) : [];
+      const allowed = placementNodes(worker, nodes) ?? [];
+      if (!allowed.includes(input.node)) {
+        throw new ForbiddenError(
+          `node ${input.node} does not run the ${role} worker of ${input.namespace}/${input.name}`,
+        );
       }
       const applied = await counters.record(
         serviceTag(service),
-        input.delivery,
-        input.message.reporter ?? input.node,
+        // Bound to the authenticated node, never to a sender-chosen source: a report resent
+        // under another source is still the same report.
+        { source: `node/${input.node}`, id: input.id },
+        { node: input.node, id: input.message.reporter ?? input.node },
         input.message,
         now().toISOString(),
       );

@@ -39,6 +39,16 @@ const workerMessage = z.strictObject({
           inferenceNumber: count.optional(),
           hardExampleNumber: count.optional(),
         })
+        // Each reporter's counters move forward separately, so the totals keep hard examples
+        // within inferences (offloadRatio <= 1, as the CRD requires) only if every report that
+        // moves hardExampleNumber also carries the inferenceNumber it is bounded by.
+        .refine(
+          (info) => info.hardExampleNumber === undefined || info.inferenceNumber !== undefined,
+          {
+            message: 'required when hardExampleNumber is given',
+            path: ['inferenceNumber'],
+          },
+        )
         .refine(
           (info) =>
             info.hardExampleNumber === undefined ||

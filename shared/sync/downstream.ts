@@ -1,19 +1,25 @@
 /**
  * downstream-sync: an ApiServerSource event about a JointInferenceService becomes a task for
- * each of its edge nodes. The stream side is idempotent (streams.ts); the local-controller side
- * is retried by redelivery until the node acknowledged the version. Nodes that stop matching a
- * nodeSelector get a delete.
+ * each of its edge nodes. The stream side is idempotent and order-proof (streams.ts); the
+ * local-controller side is retried by redelivery until the node acknowledged the version. Nodes
+ * the service leaves (nodeName changed, a nodeSelector stops matching) get a delete, and stay in
+ * the service's node set until their local controller has it.
  */
 import { placementNodes } from '../controller/index.js';
-import { NotFoundError, UnavailableError } from '../errors/index.js';
+import { UnavailableError } from '../errors/index.js';
+import { findObject } from '../k8s/index.js';
 import type { Kube, KubeObject } from '../k8s/index.js';
 import type { RedisClient } from '../redis/index.js';
 import { hashTag, key } from '../redis/index.js';
 import type { LocalControllerClient } from './local-controller.js';
 import { localControllerUrl } from './local-controller.js';
-import type { TaskStreams } from './streams.js';
+import { storedOperation } from './streams.js';
+import type { Placement, TaskStreams } from './streams.js';
 import { taskOf } from './task.js';
-import type { Operation } from './task.js';
+import type { Task } from './task.js';
+
+/** Delivery turns of one sync before it leaves the rest to a redelivery of the event. */
+const maxDeliveryTurns = 3;
 
 interface NodeDelivery {
   node: string;
@@ -40,14 +46,53 @@ function createDownstream(deps: {
   const nodesKey = (namespace: string, name: string) =>
     key('tasks', hashTag(`${namespace}/${name}`), 'nodes');
 
-  async function getNode(name: string): Promise<KubeObject | undefined> {
-    try {
-      return await kube.get({ kind: 'node', name });
-    } catch (err) {
-      if (err instanceof NotFoundError) return undefined;
-      throw err;
+  const getNode = (name: string) => findObject(kube, { kind: 'node', name });
+
+  /**
+   * Sends the node's local controller the stored version (which may be newer than `task`: a
+   * stale event must still repair an LC another replica's late delivery left behind) until a
+   * confirmation holds (streams.ts says why one fails). Each failed turn means a newer version
+   * was stored, or a late delivery reported, during its POST; past a few, a redelivery of the
+   * event finishes the job, as the LC's record is no longer up to date.
+   */
+  const deliverStored = async (
+    base: URL,
+    node: string,
+    task: Omit<Task, 'operation'>,
+  ): Promise<{ version: string; delivered: boolean }> => {
+    const service = `${task.namespace}/${task.name}`;
+    let delivered = false;
+    for (let turn = 0; turn < maxDeliveryTurns; turn += 1) {
+      const pending = await streams.localControllerPending(node, service);
+      const operation = storedOperation(pending.version);
+      if (pending.upToDate || operation === undefined)
+        return { version: pending.version, delivered };
+      const [, uid = task.uid, generation, created = task.created] = pending.version.split('|');
+      // A removal has no stored resource; its DELETE sends none either.
+      const resource = pending.resource ?? task.resource;
+      const sent: Task = {
+        ...task,
+        uid,
+        generation: Number(generation),
+        created,
+        resource,
+        operation,
+      };
+      try {
+        await localControllers.deliver(base, sent, node);
+      } catch (err) {
+        await streams.forgetLocalController(node, service).catch(() => undefined);
+        throw err;
+      }
+      delivered = true;
+      if (await streams.confirmLocalController(node, service, pending))
+        return { version: pending.version, delivered };
     }
-  }
+    throw new UnavailableError(
+      `local controller of node ${node}: ${service} kept changing while it was delivered`,
+      2,
+    );
+  };
 
   return {
     async sync(object: KubeObject, deleted: boolean): Promise<SyncResult> {
@@ -58,15 +103,19 @@ function createDownstream(deps: {
       const selecting = edge.nodeName === undefined && edge.nodeSelector !== undefined;
       const allNodes = selecting ? (await kube.list('node')).items : [];
       const wanted = new Set(placementNodes(edge, allNodes) ?? []);
-      // Nodes sent this service before but no longer selected get a delete.
+      // Nodes sent this service before but no longer selected get a delete; so do nodes whose
+      // local controller has not yet acknowledged an earlier removal (they stay in the set).
       const previous = await redis.smembers(nodesKey(task.namespace, task.name));
-      const targets = new Map<string, boolean>();
-      for (const node of wanted) targets.set(node, deleted);
-      for (const node of previous) if (!wanted.has(node)) targets.set(node, true);
+      const targets = new Map<string, Placement>();
+      for (const node of wanted) targets.set(node, deleted ? 'deleted' : 'present');
+      for (const node of previous)
+        if (!wanted.has(node)) targets.set(node, deleted ? 'deleted' : 'absent');
       const deliveries: NodeDelivery[] = [];
+      const placed: string[] = [];
+      const cleared: string[] = [];
       let failure: UnavailableError | undefined;
-      for (const [node, remove] of targets) {
-        const offer = await streams.offer(node, { ...task, deleted: remove });
+      for (const [node, placement] of targets) {
+        const offer = await streams.offer(node, { ...task, placement });
         const delivery: NodeDelivery = {
           node,
           operation: offer.operation,
@@ -74,38 +123,44 @@ function createDownstream(deps: {
           localController: 'up-to-date',
         };
         deliveries.push(delivery);
-        // The stored version may belong to a newer generation or object: its own event delivers it.
-        const [storedOperation, storedUid, storedGeneration] = offer.version.split('|');
-        if (
-          offer.localControllerUpToDate ||
-          storedUid !== task.uid ||
-          Number(storedGeneration) !== task.generation
-        )
+        // The stored state, not this event, says whether the node has the service: a stale
+        // event changes nothing.
+        const operation = storedOperation(offer.version);
+        const onNode = operation === 'insert' || operation === 'update';
+        if (onNode) placed.push(node);
+        if (offer.localControllerUpToDate || operation === undefined) {
+          if (!onNode && offer.localControllerUpToDate) cleared.push(node);
           continue;
+        }
         const nodeObject = await getNode(node);
         const base = nodeObject === undefined ? undefined : localControllerUrl(nodeObject);
         if (base === undefined) {
           delivery.localController = nodeObject === undefined ? 'node-missing' : 'not-configured';
+          if (!onNode) cleared.push(node);
           continue;
         }
-        const operation = storedOperation as Operation;
         try {
-          await localControllers.deliver(base, { ...task, operation }, node);
-          await streams.confirmLocalController(
-            node,
-            `${task.namespace}/${task.name}`,
-            offer.version,
-          );
-          delivery.localController = 'delivered';
+          const sent = await deliverStored(base, node, task);
+          if (sent.delivered) delivery.localController = 'delivered';
+          if (storedOperation(sent.version) === 'delete') cleared.push(node);
         } catch (err) {
           if (!(err instanceof UnavailableError)) throw err;
           failure ??= err;
         }
       }
       const key = nodesKey(task.namespace, task.name);
-      const gone = [...targets].filter(([, remove]) => remove).map(([node]) => node);
-      if (wanted.size > 0 && !deleted) await redis.sadd(key, ...wanted);
-      if (gone.length > 0) await redis.srem(key, ...gone);
+      if (placed.length > 0) await redis.sadd(key, ...placed);
+      if (cleared.length > 0) {
+        await redis.srem(key, ...cleared);
+        // Another replica may have placed the service on a cleared node meanwhile (the set and
+        // the nodes' versions live in different hash slots, so no one script can do both).
+        const service = `${task.namespace}/${task.name}`;
+        for (const node of cleared) {
+          const { version } = await streams.localControllerPending(node, service);
+          const operation = storedOperation(version);
+          if (operation === 'insert' || operation === 'update') await redis.sadd(key, node);
+        }
+      }
       // The streams are done; a redelivery retries only the local controllers still behind.
       if (failure !== undefined) throw failure;
       return {

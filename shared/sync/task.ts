@@ -16,6 +16,8 @@ interface Task {
   generation: number;
   /** The resource as the API server had it (status dropped: it is not the edge's business). */
   resource: KubeObject;
+  /** metadata.creationTimestamp: which of two objects of one name is the newer. */
+  created: string;
 }
 
 /** `uid:generation`, the order deliveries are checked against. */
@@ -35,6 +37,7 @@ function taskOf(
     uid: object.metadata.uid ?? '',
     generation: object.metadata.generation ?? 0,
     resource: resource,
+    created: object.metadata.creationTimestamp ?? '',
     deleted,
   };
 }

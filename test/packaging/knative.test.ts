@@ -3,8 +3,8 @@
  * manifest parses and is listed by the kustomization, permissions are exactly what each
  * component needs (no wildcards, no built-in admin roles, Secrets only in edgeai-system), each
  * Trigger routes only catalogued types to the one function that handles them, the sources and
- * their ServiceAccounts agree, and each function's environment passes that function's own
- * config loader. Field names were checked against Knative's API types; see docs/deploying.md.
+ * their ServiceAccounts agree, each function's environment passes that function's own config
+ * loader, and Redis takes only authenticated connections from the functions that use it. Field names were checked against Knative's API types; see docs/deploying.md.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -15,6 +15,7 @@ import { describe, expect, it } from 'vitest';
 import { loadConfig } from '../../shared/config/index.js';
 import type { Env } from '../../shared/config/index.js';
 import { loadControllerConfig } from '../../shared/controller/index.js';
+import { labels, managerName } from '../../shared/controller/types.js';
 import { eventTypes } from '../../shared/events/index.js';
 import { loadUpstreamConfig } from '../../shared/status/index.js';
 import { loadSyncConfig } from '../../shared/sync/index.js';
@@ -142,12 +143,22 @@ function envOf(m: Manifest): Obj[] {
   return env;
 }
 
+/**
+ * Secrets the operator creates by hand (docs/deploying.md), so that no credential is in git:
+ * name -> keys. The test stands in a placeholder for their values.
+ */
+const operatorSecrets: Record<string, readonly string[]> = {
+  'edgeai-redis-auth': ['password', 'worker-password'],
+};
+
 /** A Secret's key, from stringData or base64 data, as the kubelet would resolve it. */
 function secretValue(secretName: string, key: string): string | undefined {
   const secret = ofKind('Secret').find(
     (m) => name(m) === secretName && namespace(m) === systemNamespace,
   );
-  if (secret === undefined) return undefined;
+  if (secret === undefined) {
+    return operatorSecrets[secretName]?.includes(key) ? `<${secretName}/${key}>` : undefined;
+  }
   const plain = field(secret, 'stringData');
   if (isObj(plain) && typeof plain[key] === 'string') return plain[key];
   const encoded = field(secret, 'data');
@@ -157,25 +168,41 @@ function secretValue(secretName: string, key: string): string | undefined {
   return undefined;
 }
 
-/** The environment the container would start with (Knative adds PORT). */
-function resolvedEnv(m: Manifest): Env {
-  const env: Record<string, string> = { PORT: '8080' };
-  for (const entry of envOf(m)) {
+/** A ConfigMap's key in edgeai-system. */
+function configMapValue(mapName: string, key: string): string | undefined {
+  const map = ofKind('ConfigMap').find(
+    (m) => name(m) === mapName && namespace(m) === systemNamespace,
+  );
+  const data = map === undefined ? undefined : field(map, 'data');
+  return isObj(data) && typeof data[key] === 'string' ? data[key] : undefined;
+}
+
+/** The environment a container would start with (Knative adds PORT). */
+function resolveEnv(env: readonly Obj[], where: string): Env {
+  const resolved: Record<string, string> = { PORT: '8080' };
+  for (const entry of env) {
     const key = String(entry['name']);
     if (typeof entry['value'] === 'string') {
-      env[key] = entry['value'];
+      resolved[key] = entry['value'];
       continue;
     }
-    const ref = isObj(entry['valueFrom']) ? entry['valueFrom']['secretKeyRef'] : undefined;
-    if (!isObj(ref)) throw new Error(`${where(m)}: env ${key} has neither value nor secretKeyRef`);
-    const value = secretValue(String(ref['name']), String(ref['key']));
+    const from = isObj(entry['valueFrom']) ? entry['valueFrom'] : {};
+    const secret = from['secretKeyRef'];
+    const map = from['configMapKeyRef'];
+    const value = isObj(secret)
+      ? secretValue(String(secret['name']), String(secret['key']))
+      : isObj(map)
+        ? configMapValue(String(map['name']), String(map['key']))
+        : undefined;
     if (value === undefined) {
-      throw new Error(`${where(m)}: env ${key} refers to a missing Secret key`);
+      throw new Error(`${where}: env ${key} has no value, or refers to a missing key`);
     }
-    env[key] = value;
+    resolved[key] = value;
   }
-  return env;
+  return resolved;
 }
+
+const resolvedEnv = (m: Manifest): Env => resolveEnv(envOf(m), where(m));
 
 // --- RBAC -----------------------------------------------------------------------------------
 
@@ -694,8 +721,9 @@ describe('Redis', () => {
         limits: { cpu: anyString, memory: anyString },
       },
     });
-    const url = new URL(secretValue('edgeai-redis', 'url') ?? '');
+    const url = new URL(configMapValue('edgeai-redis', 'url') ?? '');
     expect(url.href).toBe('redis://edgeai-redis.edgeai-system.svc.cluster.local:6379');
+    expect(url.password, 'no credential in the committed URL').toBe('');
     const service = ofKind('Service', 'v1').find((s) => name(s) === url.hostname.split('.')[0]);
     expect(service, `a Service named after ${url.hostname}`).toBeDefined();
     expect(field(service!, 'spec.type')).toBe('ClusterIP');
@@ -704,6 +732,73 @@ describe('Redis', () => {
       field(service!, 'spec.selector') as Obj,
     );
     expect(objects(service!, 'spec.ports').map((p) => p['port'])).toEqual([Number(url.port)]);
+  });
+
+  const redisContainer = (): Obj => {
+    const [d] = ofKind('Deployment');
+    return objects(d!, 'spec.template.spec.containers')[0]!;
+  };
+
+  it('requires the password the functions are given, from a Secret no manifest holds', () => {
+    const redis = redisContainer();
+    const list = redis['env'];
+    if (!Array.isArray(list) || !list.every(isObj)) throw new Error('redis: env is not a list');
+    const env = resolveEnv(list, 'redis');
+    const args = strings(redis['args'], 'redis args');
+    const at = args.indexOf('--requirepass');
+    expect(at, '--requirepass').toBeGreaterThan(-1);
+    // The kubelet expands $(VAR) in args from the container's own env.
+    expect(args[at + 1]).toBe('$(REDIS_PASSWORD)');
+    expect(env['REDIS_PASSWORD']).toBe('<edgeai-redis-auth/password>');
+    expect(env['REDISCLI_AUTH'], 'the redis-cli probe authenticates').toBe(env['REDIS_PASSWORD']);
+    // An empty password switches authentication off (or lets anyone be the edge worker): such a
+    // pod must never become ready.
+    const probeSpec = redis['readinessProbe'];
+    const exec = isObj(probeSpec) ? probeSpec['exec'] : undefined;
+    const probe = strings(isObj(exec) ? exec['command'] : undefined, 'redis readiness probe');
+    expect(probe.join(' ')).toMatch(
+      /test -n "\$REDISCLI_AUTH" && test -n "\$REDIS_WORKER_PASSWORD" && redis-cli ping \| grep -qx PONG/,
+    );
+    expect(env['REDIS_WORKER_PASSWORD']).toBe('<edgeai-redis-auth/worker-password>');
+    expect(ofKind('Secret').map(name)).not.toContain('edgeai-redis-auth');
+    for (const fn of functionNames) {
+      const fnEnv = resolvedEnv(knativeService(fn));
+      if (fnEnv['REDIS_URL'] === undefined) continue;
+      expect(fnEnv['REDIS_PASSWORD'], `${fn}: REDIS_PASSWORD`).toBe(env['REDIS_PASSWORD']);
+    }
+    const guide = readFileSync(join(root, 'docs', 'deploying.md'), 'utf8');
+    expect(guide, 'docs/deploying.md says how to create the Secret').toMatch(
+      /create secret generic edgeai-redis-auth/,
+    );
+  });
+
+  it('admits connections only from the functions and the edge workers, which use it', () => {
+    const [policy, ...more] = ofKind('NetworkPolicy', 'networking.k8s.io/v1');
+    expect(more, 'one NetworkPolicy').toEqual([]);
+    const [d] = ofKind('Deployment');
+    expect(field(d!, 'spec.template.metadata.labels')).toMatchObject(
+      field(policy!, 'spec.podSelector.matchLabels') as Obj,
+    );
+    expect(field(policy!, 'spec.policyTypes')).toEqual(['Ingress']);
+    const [rule, ...otherRules] = objects(policy!, 'spec.ingress');
+    expect(otherRules).toEqual([]);
+    const users = functionNames.filter((fn) => resolvedEnv(knativeService(fn))['REDIS_URL']);
+    expect(users).toEqual(['downstream-sync', 'upstream-status']);
+    expect(rule!['from']).toEqual([
+      {
+        podSelector: {
+          matchExpressions: [{ key: 'serving.knative.dev/service', operator: 'In', values: users }],
+        },
+      },
+      // Edge workers (task stream, offload budget) run in their services' namespaces, with the
+      // pod labels reconcile-tick gives them; cloud workers do not use Redis. Only namespaces the
+      // operator labelled: anyone who can create a pod can copy the pod labels.
+      {
+        namespaceSelector: { matchLabels: { 'edgeai.io/redis-clients': 'enabled' } },
+        podSelector: { matchLabels: { [labels.managedBy]: managerName, [labels.role]: 'edge' } },
+      },
+    ]);
+    expect(rule!['ports']).toEqual([{ port: 'redis', protocol: 'TCP' }]);
   });
 });
 

@@ -204,9 +204,19 @@ function createDevApiServer(options: { token: string; store?: Store }): DevApiSe
         }
       }
       stop = store.watch(start ?? store.revision, (event) => {
-        if (wanted(event) && matches(selector, event.object.metadata.labels ?? {})) {
-          write(event.type, event.object);
-        }
+        if (!wanted(event)) return;
+        const now = matches(selector, event.object.metadata.labels ?? {});
+        const previous = event.previous;
+        const before =
+          previous === undefined ? now : matches(selector, previous.metadata.labels ?? {});
+        // As Kubernetes does: a change that moves an object out of (into) the selector is a
+        // DELETED (ADDED) for this watch; the DELETED carries the state the watch last matched,
+        // at the change's resourceVersion.
+        if (before && now) write(event.type, event.object);
+        else if (before && previous !== undefined) {
+          const { resourceVersion } = event.object.metadata;
+          write('DELETED', { ...previous, metadata: { ...previous.metadata, resourceVersion } });
+        } else if (now) write('ADDED', event.object);
       });
     } catch (err) {
       if (err instanceof ApiError) write('ERROR', status(err.code, err.reason, err.message));

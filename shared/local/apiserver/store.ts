@@ -56,6 +56,11 @@ interface WatchEvent {
   object: KubeObject;
   resource: ResourceType;
   rv: number;
+  /**
+   * MODIFIED with a label change only: the object before it (a selector watch that loses the
+   * object is sent this state as DELETED, as Kubernetes does).
+   */
+  previous?: KubeObject;
 }
 
 /** A failure the server turns into a Status object. */
@@ -122,8 +127,14 @@ class Store {
     return `${typeKey(type)}|${type.namespaced ? (namespace ?? '') : ''}|${name}`;
   }
 
-  #emit(type: EventType, object: KubeObject, resource: ResourceType): void {
-    const event = { type, object: structuredClone(object), resource, rv: this.#revision };
+  #emit(type: EventType, object: KubeObject, resource: ResourceType, previous?: KubeObject): void {
+    const event: WatchEvent = {
+      type,
+      object: structuredClone(object),
+      resource,
+      rv: this.#revision,
+    };
+    if (previous !== undefined) event.previous = structuredClone(previous);
     this.#history.push(event);
     if (this.#history.length > historyLimit) this.#history.shift();
     for (const listener of this.#listeners) listener(event);
@@ -287,7 +298,8 @@ class Store {
     this.#revision++;
     object.metadata.resourceVersion = String(this.#revision);
     this.#objects.set(this.#key(type, kept.namespace, kept.name), object);
-    this.#emit('MODIFIED', object, type);
+    const relabelled = !isDeepStrictEqual(object.metadata.labels ?? {}, kept.labels ?? {});
+    this.#emit('MODIFIED', object, type, relabelled ? current : undefined);
     return structuredClone(object);
   }
 

@@ -1,6 +1,10 @@
 /** The ASET controller: onnxruntime decides as the trainer's network does, for its topology only. */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { createAsetController } from '../../../shared/aset/aset-controller.js';
+import {
+  createAsetController,
+  createDeployedController,
+} from '../../../shared/aset/aset-controller.js';
+import type { NetworkCard } from '../../../shared/aset/network-card.js';
 import { DqnAgent, exportQNetwork } from '../../../shared/aset/dqn.js';
 import { loadScenario } from '../../../shared/aset/scenario.js';
 import type { Scenario } from '../../../shared/aset/scenario.js';
@@ -49,6 +53,43 @@ describe('ASET controller', () => {
       }
     } finally {
       await controller.close();
+    }
+  });
+
+  it('deploys what the card says: the network, or the static policy that beat it', async () => {
+    const model = exportQNetwork(agent);
+    const card = (deployed: NetworkCard['deployed']): NetworkCard => ({
+      sha256: '',
+      scenarioSha256: '',
+      deployed,
+      settings: { trainingSeeds: 50 },
+    });
+    const fixed = await createDeployedController({
+      network: { model, card: card({ kind: 'static', policy: 'cheaper', success: 0.4 }) },
+      topology: scenario.topology,
+    });
+    const simulation = createSimulation({
+      topology: scenario.topology,
+      apps: scenario.apps,
+      lambda: constantLambda(60),
+      seed: 12,
+    });
+    expect(await fixed.choose(undefined)).toBe('cheaper');
+    simulation.runUntil(25_000);
+    expect(await fixed.choose(simulation.takeWindow())).toBe('cheaper');
+    expect(fixed.lastQ).toBeUndefined();
+    await fixed.close();
+    const learned = await createDeployedController({
+      network: { model, card: card({ kind: 'network', episodes: 10, success: 0.4 }) },
+      topology: scenario.topology,
+    });
+    try {
+      expect(await learned.choose(undefined)).toBe(
+        policyNames[agent.greedy(encodeState(scenario.topology, undefined))],
+      );
+      expect(learned.lastQ).toBeDefined();
+    } finally {
+      await learned.close();
     }
   });
 

@@ -3,7 +3,8 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { loadScenario } from '../../../shared/aset/scenario.js';
 import type { Scenario } from '../../../shared/aset/scenario.js';
 import type { SimulationWindow } from '../../../shared/aset/simulator.js';
-import { reward, scoreGreedy, trainAset } from '../../../shared/aset/training.js';
+import { reward, scoreGreedy, scoreRuns, trainAset } from '../../../shared/aset/training.js';
+import { policyNames } from '../../../shared/aset/types.js';
 import type { TrainingOptions } from '../../../shared/aset/training.js';
 
 const dataDir = new URL('../../../data/aset/', import.meta.url);
@@ -99,6 +100,31 @@ describe('ASET training', () => {
     }
     // Deterministic, validation included.
     expect(trainAset(small({ episodes: 5, validation })).validations).toEqual(run.validations);
+  });
+
+  it('deploys whichever scored best on the validation runs: the network or a static policy', () => {
+    const validation = { seeds: [51], everyEpisodes: 2, durationMs: 75_000, warmupMs: 25_000 };
+    const run = trainAset(small({ episodes: 3, validation }));
+    const protocol = { lambda: 60, windowMs: 25_000, durationMs: 75_000, warmupMs: 25_000 };
+    // Each static policy played the same runs the networks did, scored the same way.
+    expect(run.staticValidations.map((v) => v.policy)).toEqual([...policyNames]);
+    for (const { policy, success } of run.staticValidations) {
+      expect(success).toBe(scoreRuns(() => policy, scenario, validation.seeds, protocol));
+    }
+    const candidates = [run.selected!.success, ...run.staticValidations.map((v) => v.success)];
+    expect(run.deployed!.success).toBe(Math.max(...candidates));
+    const bestStatic = Math.max(...run.staticValidations.map((v) => v.success));
+    if (bestStatic > run.selected!.success) {
+      expect(run.deployed).toEqual({
+        kind: 'static',
+        policy: run.staticValidations.find((v) => v.success === bestStatic)!.policy,
+        success: bestStatic,
+      });
+    } else {
+      expect(run.deployed).toEqual({ kind: 'network', ...run.selected });
+    }
+    // Without validation there is nothing to choose between.
+    expect(trainAset(small({ episodes: 1 })).deployed).toBeUndefined();
   });
 
   it('refuses validation seeds that are training seeds', () => {

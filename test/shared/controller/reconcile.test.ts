@@ -144,12 +144,23 @@ describe('reconcile', () => {
     const state: State = { service: service(spec), workers: {} };
     return applyTo(state, pass(state, now));
   };
-  /** What upstream-status writes when the edge worker reports. */
-  const report = (state: State, edge: Record<string, unknown>) => {
+  /** What upstream-status writes when a worker reports. */
+  const report = (state: State, edge: Record<string, unknown>, role: Role = 'edge') => {
     state.service.status = mergePatch(state.service.status, {
-      workers: { edge },
+      workers: { [role]: edge },
     }) as ServiceObject['status'];
   };
+  /** What Knative Serving writes once every worker's latest revision is up. */
+  const rollOut = (state: State) => {
+    for (const w of Object.values(state.workers)) {
+      w['status'] = {
+        observedGeneration: w.metadata.generation,
+        conditions: [{ type: 'Ready', status: 'True' }],
+      };
+    }
+  };
+  const conditionOf = (state: State, type: string) =>
+    state.service.status?.conditions?.find((c) => c.type === type);
 
   it('restarts a worker once per reported failure (Always), with a new revision annotation', () => {
     let state = started(baseSpec);
@@ -173,6 +184,78 @@ describe('reconcile', () => {
     const again = pass(state, later);
     expect(writes(again)).toEqual([]);
   });
+
+  it('ends a restart once Knative has readied the restarted revision, with no new report', () => {
+    let state = started(baseSpec);
+    rollOut(state);
+    state = applyTo(state, pass(state, now));
+    expect(conditionOf(state, 'Ready')?.status).toBe('True');
+    // The cloud worker has no reporter: nothing but its Service tells that the restart is done.
+    report(state, { state: 'Failed', exitCode: 137, reportTime: 't1' }, 'cloud');
+    state = applyTo(state, pass(state, later));
+    expect(conditionOf(state, 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'WorkerRestarting',
+    });
+    // Ready, but for the revision before the restart: still restarting.
+    expect(writes(pass(state, later))).toEqual([]);
+    rollOut(state);
+    const done = pass(state, later);
+    expect(done).toContainEqual(expect.objectContaining({ kind: 'event', reason: 'Ready' }));
+    state = applyTo(state, done);
+    expect(conditionOf(state, 'Restarting')?.status).toBe('False');
+    expect(conditionOf(state, 'Ready')?.status).toBe('True');
+    expect(state.service.status).toMatchObject({ cloudWorkerState: 'Running', activeWorkers: 2 });
+    expect(state.service.status?.workers?.cloud).toMatchObject({ restarts: 1 });
+    expect(writes(pass(state, later))).toEqual([]);
+    // A later rollout is not taken for the restart again.
+    state.service.metadata.generation = 2;
+    state.service.spec = {
+      ...baseSpec,
+      cloudWorker: { ...baseSpec.cloudWorker, scale: { minScale: 1 } },
+    };
+    state = applyTo(state, pass(state, later));
+    expect(state.workers.cloud?.metadata.generation).toBe(3);
+    expect(conditionOf(state, 'Restarting')?.status).toBe('False');
+    expect(conditionOf(state, 'Ready')?.status).toBe('Unknown');
+  });
+
+  it.each(['OnFailure', 'Never'])(
+    'updates a worker that completed under %s when the spec changes, and clears Failed',
+    (restartPolicy) => {
+      const spec = { ...baseSpec, edgeWorker: { ...baseSpec.edgeWorker, restartPolicy } };
+      let state = started(spec);
+      rollOut(state);
+      report(state, { state: 'Completed', exitCode: 0, reportTime: 't1' });
+      const stopped = pass(state, later);
+      expect(stopped.some((a) => a.kind === 'update' || a.kind === 'create')).toBe(false);
+      state = applyTo(state, stopped);
+      expect(conditionOf(state, 'Failed')).toMatchObject({
+        status: 'True',
+        reason: 'WorkerCompleted',
+      });
+      state.service.metadata.generation = 2;
+      state.service.spec = {
+        ...spec,
+        edgeWorker: { ...spec.edgeWorker, workerSpec: { parameters: [{ key: 'k', value: 'v' }] } },
+      };
+      const retry = pass(state, later);
+      const update = retry.find((a) => a.kind === 'update');
+      expect(update).toMatchObject({ role: 'edge' });
+      expect(JSON.stringify(update)).toContain('"edgeai.io/generation":"2"');
+      expect(JSON.stringify(update)).toContain('WORKER_PARAMETERS');
+      expect(retry).toContainEqual(
+        expect.objectContaining({ kind: 'event', reason: 'WorkerRetried' }),
+      );
+      state = applyTo(state, retry);
+      expect(conditionOf(state, 'Failed')?.status).toBe('False');
+      expect(state.service.status?.observedGeneration).toBe(2);
+      rollOut(state);
+      state = applyTo(state, pass(state, later));
+      expect(conditionOf(state, 'Ready')?.status).toBe('True');
+      expect(writes(pass(state, later))).toEqual([]);
+    },
+  );
 
   it('treats exit codes 1-127 as permanent under ExitCode, and retries after a spec change', () => {
     const spec = { ...baseSpec, edgeWorker: { ...baseSpec.edgeWorker, restartPolicy: 'ExitCode' } };
@@ -210,6 +293,79 @@ describe('reconcile', () => {
     );
   });
 
+  it('names a worker name held by someone else, creates only the other worker, and recovers', () => {
+    let state: State = { service: service(baseSpec), workers: {} };
+    const blocked = reconcile(
+      { ...state, taken: ['edge'] },
+      desiredState(state.service, models, nodes, settings),
+      now,
+      options,
+    );
+    expect(
+      blocked.filter((a) => a.kind === 'create').map((a) => a.kind === 'create' && a.role),
+    ).toEqual(['cloud']);
+    state = applyTo(state, blocked);
+    const created = state.service.status?.conditions?.find((c) => c.type === 'Created');
+    expect(created).toMatchObject({ status: 'False', reason: 'WorkerNameTaken' });
+    expect(created?.message).toBe(
+      'Knative Service "demo-edge" (the edge worker\'s name) exists and is not this service\'s worker: delete or rename it',
+    );
+    expect(state.service.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'WorkerNameTaken',
+    });
+    expect(state.service.status?.edgeWorkerState).toBe('NameTaken');
+    expect(blocked).toContainEqual(
+      expect.objectContaining({ kind: 'event', type: 'Warning', reason: 'WorkerNameTaken' }),
+    );
+    // Still taken: nothing new to write or say.
+    expect(
+      reconcile(
+        { ...state, taken: ['edge'] },
+        desiredState(state.service, models, nodes, settings),
+        later,
+        options,
+      ),
+    ).toEqual([]);
+    // The other Service is gone: the worker is created and the condition clears.
+    const freed = pass(state, later);
+    expect(freed).toContainEqual(expect.objectContaining({ kind: 'create', role: 'edge' }));
+    state = applyTo(state, freed);
+    expect(state.service.status?.conditions?.find((c) => c.type === 'Created')?.status).toBe(
+      'True',
+    );
+  });
+
+  it('never creates a worker whose name is taken (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.subarray(['edge', 'cloud'] as Role[]),
+        fc.subarray(['edge', 'cloud'] as Role[]),
+        (taken, present) => {
+          const state = started(baseSpec);
+          const workers = Object.fromEntries(present.map((r) => [r, state.workers[r]!]));
+          const actions = reconcile(
+            { service: state.service, workers, taken },
+            desiredState(state.service, models, nodes, settings),
+            later,
+            options,
+          );
+          for (const action of actions) {
+            if (action.kind === 'create') expect(taken).not.toContain(action.role);
+          }
+          // A Service that is this one's worker is never reported as someone else's.
+          const reallyTaken = taken.filter((r) => !present.includes(r));
+          const ready = mergePatch(
+            state.service.status ?? {},
+            actions.find((a) => a.kind === 'status')?.status ?? {},
+          ) as ServiceObject['status'];
+          const createdCondition = ready?.conditions?.find((c) => c.type === 'Created');
+          expect(createdCondition?.reason === 'WorkerNameTaken').toBe(reallyTaken.length > 0);
+        },
+      ),
+    );
+  });
+
   const specs = fc.record({
     hem: fc.constantFrom('IBT', 'Threshold', 'CrossEntropy', 'Random', 'Guess'),
     pin: fc.constantFrom<'name' | 'selector' | 'none' | 'missing'>(
@@ -232,33 +388,27 @@ describe('reconcile', () => {
     { nil: undefined },
   );
 
+  const specOf = (s: typeof specs extends fc.Arbitrary<infer T> ? T : never) => ({
+    edgeWorker: {
+      model: { name: 'small' },
+      ...(s.pin === 'name' ? { nodeName: 'edge0' } : {}),
+      ...(s.pin === 'missing' ? { nodeName: 'nowhere' } : {}),
+      ...(s.pin === 'selector' ? { nodeSelector: { zone: 'a' } } : {}),
+      hardExampleAlgorithm: { name: s.hem },
+      restartPolicy: s.policy,
+      ...(s.minScale === undefined ? {} : { scale: { minScale: s.minScale } }),
+      ...(s.parameter === undefined
+        ? {}
+        : { workerSpec: { parameters: [{ key: 'k', value: s.parameter }] } }),
+    },
+    cloudWorker: { model: { name: s.cloudModel } },
+  });
+
   it('reaches a fixpoint: after its own writes, the next pass writes nothing (property)', () => {
     fc.assert(
       fc.property(specs, specs, reports, fc.boolean(), (first, second, edgeReport, ready) => {
-        const specOf = (s: typeof first) => ({
-          edgeWorker: {
-            model: { name: 'small' },
-            ...(s.pin === 'name' ? { nodeName: 'edge0' } : {}),
-            ...(s.pin === 'missing' ? { nodeName: 'nowhere' } : {}),
-            ...(s.pin === 'selector' ? { nodeSelector: { zone: 'a' } } : {}),
-            hardExampleAlgorithm: { name: s.hem },
-            restartPolicy: s.policy,
-            ...(s.minScale === undefined ? {} : { scale: { minScale: s.minScale } }),
-            ...(s.parameter === undefined
-              ? {}
-              : { workerSpec: { parameters: [{ key: 'k', value: s.parameter }] } }),
-          },
-          cloudWorker: { model: { name: s.cloudModel } },
-        });
         let state = started(specOf(first));
-        if (ready) {
-          for (const w of Object.values(state.workers)) {
-            w['status'] = {
-              observedGeneration: w.metadata.generation,
-              conditions: [{ type: 'Ready', status: 'True' }],
-            };
-          }
-        }
+        if (ready) rollOut(state);
         if (edgeReport !== undefined) report(state, edgeReport);
         state.service = {
           ...state.service,
@@ -271,6 +421,86 @@ describe('reconcile', () => {
         expect(next).toEqual([]);
       }),
       { numRuns: 300 },
+    );
+  });
+
+  it('leaves no worker restarting once Knative has readied every write (property)', () => {
+    fc.assert(
+      fc.property(specs, specs, reports, reports, (first, second, edgeReport, cloudReport) => {
+        let state = started(specOf(first));
+        rollOut(state);
+        if (edgeReport !== undefined) report(state, edgeReport);
+        if (cloudReport !== undefined) report(state, cloudReport, 'cloud');
+        state.service = {
+          ...state.service,
+          spec: specOf(second),
+          metadata: { ...state.service.metadata, generation: 2 },
+        };
+        state = applyTo(state, pass(state, later));
+        rollOut(state);
+        state = applyTo(state, pass(state, new Date(later.getTime() + 1000)));
+        expect(conditionOf(state, 'Restarting')?.status).not.toBe('True');
+        expect(writes(pass(state, new Date(later.getTime() + 2000)))).toEqual([]);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('desiredState refuses names Kubernetes would refuse', () => {
+  const longNode = 'n'.repeat(64);
+  const allNodes = new Map([
+    ...nodes,
+    [longNode, node(longNode)],
+    ['n'.repeat(63), node('n'.repeat(63))],
+  ]);
+  const named = (name: string, spec: Record<string, unknown> = baseSpec): ServiceObject => ({
+    ...service(spec),
+    metadata: { ...service(spec).metadata, name },
+  });
+
+  it.each(['cam.v2', '2cams'])(
+    'a service named %s (its worker Services would not be DNS-1035 labels)',
+    (name) => {
+      const desired = desiredState(named(name), models, allNodes, settings);
+      expect(desired).toMatchObject({ valid: false, reason: 'InvalidSpec' });
+      expect(!desired.valid && desired.message).toContain(`metadata.name: "${name}"`);
+      const actions = reconcile(
+        { service: named(name), workers: {} },
+        desired,
+        new Date(0),
+        options,
+      );
+      expect(actions.some((a) => a.kind === 'create' || a.kind === 'update')).toBe(false);
+      const status = actions.find((a) => a.kind === 'status')?.status as ServiceObject['status'];
+      expect(status?.conditions?.find((c) => c.type === 'Created')).toMatchObject({
+        status: 'False',
+        reason: 'InvalidSpec',
+      });
+    },
+  );
+
+  it('a nodeName longer than a label value (kubernetes.io/hostname) is 63 characters', () => {
+    const pinned = (nodeName: string) =>
+      desiredState(
+        named('demo', { ...baseSpec, cloudWorker: { ...baseSpec.cloudWorker, nodeName } }),
+        models,
+        allNodes,
+        settings,
+      );
+    const refused = pinned(longNode);
+    expect(refused).toMatchObject({ valid: false, reason: 'InvalidSpec' });
+    expect(!refused.valid && refused.message).toMatch(
+      /^spec\.cloudWorker\.nodeName: at most 63 characters/,
+    );
+    expect(pinned('n'.repeat(63)).valid).toBe(true);
+  });
+
+  it('accepts DNS-1035 names (property)', () => {
+    fc.assert(
+      fc.property(fc.stringMatching(/^[a-z]([-a-z0-9]{0,49}[a-z0-9])?$/), (name) => {
+        expect(desiredState(named(name), models, allNodes, settings).valid).toBe(true);
+      }),
     );
   });
 });

@@ -14,6 +14,7 @@ import { capturedTelemetry } from '../../support/http.js';
 const sample = helmetDetectionSample();
 const ns = 'default';
 const name = 'helmet-detection-demo';
+const longNode = `edge-${'0'.repeat(59)}`;
 
 describe('reconcile-tick against the development API server', () => {
   let api: TestApiServer;
@@ -155,6 +156,129 @@ describe('reconcile-tick against the development API server', () => {
     expect(ready?.message).toMatch(/^spec\.edgeWorker\.hardExampleAlgorithm\.name: Invalid option/);
   });
 
+  it.each([
+    [
+      'a nodeSelector that matches',
+      { nodeSelector: { zone: 'a' } },
+      'Created',
+      'WorkersCreated',
+      1,
+    ],
+    [
+      'a nodeSelector that matches nothing',
+      { nodeSelector: { zone: 'b' } },
+      'Ready',
+      'NodeNotFound',
+      1,
+    ],
+    [
+      'a nodeSelector no label can match',
+      { nodeSelector: { zone: 'not a value!' } },
+      'Ready',
+      'NodeNotFound',
+      0,
+    ],
+    ['a missing nodeName', { nodeName: 'edge9' }, 'Ready', 'NodeNotFound', 0],
+    [
+      'a nodeName too long for the kubernetes.io/hostname label',
+      { nodeName: longNode },
+      'Ready',
+      'InvalidSpec',
+      0,
+    ],
+    [
+      'a missing Model',
+      { nodeName: 'edge0', model: { name: 'tiny-model' } },
+      'Ready',
+      'ModelNotFound',
+      0,
+    ],
+  ])(
+    'an event reads only what the service names, and decides as the tick does: %s',
+    async (_, edge, type, reason, nodeLists) => {
+      await createModels();
+      await api.kube.patch(
+        { kind: 'node', name: 'edge0' },
+        { metadata: { labels: { zone: 'a' } } },
+      );
+      // A Node may have a name that no label value can hold.
+      await api.kube.create('node', undefined, { metadata: { name: longNode } });
+      const spec = structuredClone(sample['spec']) as { edgeWorker: Record<string, unknown> };
+      delete spec.edgeWorker['nodeName'];
+      Object.assign(spec.edgeWorker, edge);
+      await api.kube.create('jointInferenceService', ns, { metadata: { name }, spec });
+      api.resetCalls();
+      const event = await reconciler.reconcileService(ns, name);
+      expect(event.writes).toBeGreaterThan(0);
+      // Models by name; Nodes by name, or one list filtered by the selector on the server.
+      expect(api.calls.get('list model')).toBeUndefined();
+      expect(api.calls.get('list node') ?? 0).toBe(nodeLists);
+      expect(await condition(type)).toMatchObject({ reason });
+      if (reason === 'WorkersCreated') {
+        const pinned = (await worker('edge'))['spec'] as {
+          template: { spec: { nodeSelector?: Record<string, string> } };
+        };
+        expect(pinned.template.spec.nodeSelector).toEqual({ zone: 'a' });
+      }
+      // The tick lists everything; having seen the same world, it finds nothing to change.
+      const tick = await reconciler.tick();
+      expect(tick).toMatchObject({ services: 1, writes: 0, failed: 0 });
+    },
+  );
+
+  it.each(['cam.v2', '2cams'])(
+    'refuses the name %s, which no Knative Service can take, and creates nothing',
+    async (badName) => {
+      await createModels();
+      await api.kube.create('jointInferenceService', ns, {
+        metadata: { name: badName },
+        spec: sample['spec'],
+      });
+      expect((await reconciler.tick()).failed).toBe(0);
+      const stored = (await api.kube.get({
+        kind: 'jointInferenceService',
+        namespace: ns,
+        name: badName,
+      })) as ServiceObject;
+      const created = stored.status?.conditions?.find((c) => c.type === 'Created');
+      expect(created).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
+      expect(created?.message).toContain(`metadata.name: "${badName}"`);
+      expect((await api.kube.list('knativeService')).items).toEqual([]);
+      expect((await reconciler.tick()).writes).toBe(0);
+    },
+  );
+
+  it('leaves a Knative Service it does not own alone, names the clash, and recovers once it is gone', async () => {
+    await createModels();
+    const foreign = {
+      metadata: { name: `${name}-edge`, labels: { team: 'other' } },
+      spec: { template: { spec: { containers: [{ image: 'someone/else' }] } } },
+    };
+    await api.kube.create('knativeService', ns, foreign);
+    await api.kube.create('jointInferenceService', ns, sample);
+    const first = await reconciler.tick();
+    expect(first.failed).toBe(0);
+    expect(await condition('Created')).toMatchObject({
+      status: 'False',
+      reason: 'WorkerNameTaken',
+    });
+    expect(await condition('Ready')).toMatchObject({ status: 'False', reason: 'WorkerNameTaken' });
+    expect((await jis()).status?.edgeWorkerState).toBe('NameTaken');
+    const untouched = await worker('edge');
+    expect(untouched.metadata.labels).toEqual({ team: 'other' });
+    expect(untouched.metadata.ownerReferences).toBeUndefined();
+    expect(untouched['spec']).toEqual(foreign.spec);
+    await worker('cloud');
+    expect(await events()).toContain('WorkerNameTaken');
+    // A steady clash writes nothing more.
+    expect((await reconciler.tick()).writes).toBe(0);
+
+    await api.kube.delete({ kind: 'knativeService', namespace: ns, name: `${name}-edge` });
+    await reconciler.tick();
+    expect((await worker('edge')).metadata.labels?.[labels.role]).toBe('edge');
+    expect(await condition('Created')).toMatchObject({ status: 'True' });
+  });
+
   describe('seed 001', () => {
     beforeEach(async () => {
       await createModels();
@@ -193,6 +317,67 @@ describe('reconcile-tick against the development API server', () => {
       const cloud = await worker('cloud');
       expect(cloud['spec']).toEqual(before['spec']);
       expect((await jis()).status?.observedGeneration).toBe(2);
+    });
+
+    it('ends a cloud worker restart once its new revision is ready, with no report from it', async () => {
+      await api.kube.patchStatus(
+        { kind: 'jointInferenceService', namespace: ns, name },
+        { status: { workers: { cloud: { state: 'Failed', exitCode: 137, reportTime: 't1' } } } },
+      );
+      await reconciler.tick();
+      expect(await condition('Ready')).toMatchObject({
+        status: 'False',
+        reason: 'WorkerRestarting',
+      });
+      const restarted = (await worker('cloud'))['spec'] as {
+        template: { metadata: { annotations: Record<string, string> } };
+      };
+      expect(restarted.template.metadata.annotations['edgeai.io/restarted-at']).toBeDefined();
+      await reconciler.tick();
+      expect(await condition('Restarting')).toMatchObject({ status: 'True' });
+      await markReady('cloud');
+      await reconciler.tick();
+      expect(await condition('Restarting')).toMatchObject({ status: 'False' });
+      expect(await condition('Ready')).toMatchObject({ status: 'True' });
+      expect((await jis()).status?.cloudWorkerState).toBe('Running');
+      expect((await reconciler.tick()).writes).toBe(0);
+    });
+
+    it('updates an edge worker that completed under OnFailure when the spec changes', async () => {
+      const spec = structuredClone(sample['spec']) as {
+        edgeWorker: {
+          restartPolicy?: string;
+          workerSpec: { parameters: Array<{ key: string; value: string }> };
+        };
+      };
+      spec.edgeWorker.restartPolicy = 'OnFailure';
+      await api.kube.patch({ kind: 'jointInferenceService', namespace: ns, name }, { spec });
+      await reconciler.tick();
+      await api.kube.patchStatus(
+        { kind: 'jointInferenceService', namespace: ns, name },
+        { status: { workers: { edge: { state: 'Completed', exitCode: 0, reportTime: 't1' } } } },
+      );
+      await reconciler.tick();
+      expect(await condition('Failed')).toMatchObject({
+        status: 'True',
+        reason: 'WorkerCompleted',
+      });
+      spec.edgeWorker.workerSpec.parameters[0]!.value = '0.4';
+      const patched = await api.kube.patch(
+        { kind: 'jointInferenceService', namespace: ns, name },
+        { spec },
+      );
+      await reconciler.tick();
+      const edge = await worker('edge');
+      expect(env(edge)['WORKER_PARAMETERS']).toBe('{"nms_threshold":"0.4"}');
+      expect(edge.metadata.annotations?.['edgeai.io/generation']).toBe(
+        String(patched.metadata.generation),
+      );
+      expect(await condition('Failed')).toMatchObject({ status: 'False' });
+      expect(await events()).toContain('WorkerRetried');
+      await markReady('edge');
+      await reconciler.tick();
+      expect(await condition('Ready')).toMatchObject({ status: 'True' });
     });
 
     it('garbage-collects the workers when the service is deleted, and does not recreate them', async () => {

@@ -5,7 +5,7 @@ import { createTaskStreams } from '../../../shared/sync/index.js';
 import { capturedTelemetry } from '../../support/http.js';
 import { testRedis } from '../../support/redis.js';
 import type { TestRedis } from '../../support/redis.js';
-import { helmetDetectionSample } from '../../support/samples.js';
+import { helmetDetectionTask } from '../../support/samples.js';
 
 describe('task reload', () => {
   let redis: TestRedis;
@@ -28,25 +28,8 @@ describe('task reload', () => {
       pollMs: 60_000,
       log: telemetry.log,
     });
-    const sample = helmetDetectionSample();
     const offer = (generation: number, hem: unknown) =>
-      streams.offer('edge0', {
-        namespace: 'default',
-        name: 'helmet-detection-demo',
-        uid: 'u1',
-        generation,
-        resource: {
-          ...sample,
-          spec: {
-            ...(sample['spec'] as object),
-            edgeWorker: {
-              ...(sample['spec'] as { edgeWorker: object }).edgeWorker,
-              hardExampleAlgorithm: hem,
-            },
-          },
-        },
-        deleted: false,
-      });
+      streams.offer('edge0', helmetDetectionTask(generation, hem));
 
     await offer(1, { name: 'Margin', parameters: { margin: 0.4, targetOffloadRatio: 0.2 } });
     await watcher.poll();
@@ -61,6 +44,16 @@ describe('task reload', () => {
     await offer(2, { name: 'Threshold', parameters: { threshold: 7 } });
     await expect(watcher.poll()).rejects.toThrow(/threshold/);
     expect(target.miner.name).toBe('Margin');
+
+    // Deleted and created again under the same name: generation 1 again, but another object.
+    await streams.offer('edge0', { ...helmetDetectionTask(2, {}), placement: 'deleted' });
+    await streams.offer('edge0', {
+      ...helmetDetectionTask(1, { name: 'Threshold', parameters: { threshold: 0.7 } }),
+      uid: 'u2',
+      created: '9999-12-31T00:00:00Z',
+    });
+    await watcher.poll();
+    expect(target.miner.name).toBe('Threshold');
     watcher.stop();
   });
 });

@@ -233,6 +233,59 @@ describe('development API server via client-node', () => {
     expect(nodes.items.map((n) => n.metadata?.name)).toEqual(['edge0']);
   });
 
+  it('tells a selector watch when a label change moves an object out of it or into it', async () => {
+    const events: Array<[string, string]> = [];
+    const deleted: Obj[] = [];
+    const listed = (await api.listNamespacedCustomObject(jis)) as {
+      metadata: { resourceVersion: string };
+    };
+    const controller = await new Watch(config).watch(
+      `/apis/${group}/${version}/namespaces/${namespace}/jointinferenceservices`,
+      { resourceVersion: listed.metadata.resourceVersion, labelSelector: 'team=a' },
+      (phase, obj: Obj) => {
+        events.push([phase, obj.metadata.name]);
+        if (phase === 'DELETED') deleted.push(obj);
+      },
+      () => {},
+    );
+    const label = (team: string | null) =>
+      api.patchNamespacedCustomObject(
+        { ...jis, name: 'moving', body: { metadata: { labels: { team } } } },
+        merge,
+      );
+    await api.createNamespacedCustomObject({
+      ...jis,
+      body: { ...body('moving', {}), metadata: { name: 'moving', labels: { team: 'a' } } },
+    });
+    await label('b');
+    await api.patchNamespacedCustomObject(
+      { ...jis, name: 'moving', body: { spec: { x: 1 } } },
+      merge,
+    );
+    await label('a');
+    await api.patchNamespacedCustomObject(
+      { ...jis, name: 'moving', body: { spec: { x: 2 } } },
+      merge,
+    );
+    await label(null);
+    const deadline = Date.now() + 5000;
+    while (events.length < 5 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await new Promise((r) => setTimeout(r, 50));
+    controller.abort();
+    // The spec change while labelled b is not this watch's business.
+    expect(events).toEqual([
+      ['ADDED', 'moving'],
+      ['DELETED', 'moving'],
+      ['ADDED', 'moving'],
+      ['MODIFIED', 'moving'],
+      ['DELETED', 'moving'],
+    ]);
+    // Each DELETED carries the state the watch last matched, at the relabelling's version.
+    const current = (await api.getNamespacedCustomObject({ ...jis, name: 'moving' })) as Obj;
+    expect(deleted.map((o) => o.metadata.labels?.['team'])).toEqual(['a', 'a']);
+    expect(deleted[1]!.metadata.resourceVersion).toBe(current.metadata.resourceVersion);
+  });
+
   it('refuses requests without the token', async () => {
     const res = await fetch(`${server.url}/api/v1/nodes`);
     expect(res.status).toBe(401);

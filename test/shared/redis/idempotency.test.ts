@@ -6,9 +6,14 @@ import {
   hashTag,
   key,
   luaScript,
+  redisReadiness,
+  requireRedis,
   runScript,
+  waitReady,
 } from '../../../shared/redis/index.js';
-import { freePort } from '../../../shared/local/index.js';
+import { loadConfig } from '../../../shared/config/index.js';
+import { freePort, startRedisServer } from '../../../shared/local/index.js';
+import type { RedisServer } from '../../../shared/local/index.js';
 import { testRedis } from '../../support/redis.js';
 import type { TestRedis } from '../../support/redis.js';
 
@@ -141,4 +146,52 @@ describe('redis client without a server', () => {
       client.disconnect();
     }
   });
+});
+
+describe('redis client against a server that requires a password', () => {
+  let server: RedisServer;
+  const password = 'correct horse:battery@staple';
+  beforeAll(async () => {
+    server = await startRedisServer({ password });
+  });
+  afterAll(() => server.stop());
+
+  const connect = (env: Record<string, string>) => {
+    const warnings: string[] = [];
+    const config = loadConfig({ REDIS_URL: server.url, REDIS_CONNECT_TIMEOUT_MS: '500', ...env });
+    const client = requireRedis(config.redis, 'test', (fields, message) =>
+      warnings.push(`${message} ${JSON.stringify(fields)}`),
+    );
+    return { client, warnings };
+  };
+
+  it('authenticates with REDIS_PASSWORD', async () => {
+    const { client } = connect({ REDIS_PASSWORD: password });
+    try {
+      await waitReady(client, 5000);
+      await expect(redisReadiness(client).check()).resolves.toBeUndefined();
+      expect(await client.set('auth-check', '1', 'EX', 5)).toBe('OK');
+    } finally {
+      client.disconnect();
+    }
+  });
+
+  it.each([
+    ['without a password', {}],
+    ['with a wrong one', { REDIS_PASSWORD: 'guess' }],
+  ])(
+    'answers 503 and stays not ready %s, and never logs the password tried',
+    async (_, env: Record<string, string>) => {
+      const { client, warnings } = connect(env);
+      try {
+        await new Promise((r) => setTimeout(r, 300));
+        await expect(client.get('k')).rejects.toBeInstanceOf(UnavailableError);
+        await expect(redisReadiness(client).check()).rejects.toThrow(/redis connection is/);
+        expect(warnings.join('\n')).toMatch(/NOAUTH|WRONGPASS/);
+        expect(warnings.join('\n')).not.toMatch(/guess|correct horse/);
+      } finally {
+        client.disconnect();
+      }
+    },
+  );
 });

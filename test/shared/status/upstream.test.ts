@@ -3,7 +3,7 @@
  * server: concurrent replicas lose and double-count nothing; bad reports change nothing.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConflictError } from '../../../shared/errors/index.js';
+import { ConflictError, ValidationError } from '../../../shared/errors/index.js';
 import { buildServer } from '../../../shared/http/index.js';
 import type { Kube } from '../../../shared/k8s/index.js';
 import {
@@ -11,6 +11,7 @@ import {
   createUpstream,
   secretTokens,
   signReport,
+  statusFromTotals,
   upstreamStatusDefinition,
 } from '../../../shared/status/index.js';
 import type { ReportCounters } from '../../../shared/status/index.js';
@@ -26,7 +27,12 @@ import type { TestRedis } from '../../support/redis.js';
 const ns = 'default';
 const name = 'helmet-detection-demo';
 const statusPath = `/${ns}/jointinferenceservices/${name}/status`;
-const tokens = { edge0: 'edge0-token-0123456789', edge1: 'edge1-token-9876543210' };
+const tokens = {
+  edge0: 'edge0-token-0123456789',
+  edge1: 'edge1-token-9876543210',
+  intruder: 'intruder-token-5555555555',
+};
+const maxReportAgeMs = 600_000;
 const sample = helmetDetectionSample();
 
 /** Fails every `every`-th status write with a 409 before it reaches the API server. */
@@ -44,6 +50,24 @@ function conflicting(kube: Kube, every: number): Kube & { forced: () => number }
       return kube.patchStatus(ref, patch);
     },
     forced: () => forced,
+  };
+}
+
+/** Refuses a status write as the API server does one the CRD schema forbids (422). */
+function crdChecked(kube: Kube): Kube {
+  return {
+    ...kube,
+    patchStatus(ref, patch) {
+      const ratio = (patch['status'] as { offloadRatio?: number } | undefined)?.offloadRatio;
+      if (ratio !== undefined && ratio > 1) {
+        return Promise.reject(
+          new ValidationError(
+            `API server: JointInferenceService.edgeai.io "${ref.name}" is invalid: status.offloadRatio: Invalid value: ${ratio}: should be less than or equal to 1`,
+          ),
+        );
+      }
+      return kube.patchStatus(ref, patch);
+    },
   };
 }
 
@@ -76,6 +100,49 @@ describe('upstream-status', () => {
     };
   };
 
+  const extra: Listening[] = [];
+  /** One more upstream-status replica, over `kube`. */
+  const serve = async (kube: Kube): Promise<Listening> => {
+    const definition = upstreamStatusDefinition({
+      upstream: createUpstream({ kube, counters, attempts: 3 }),
+      tokens: secretTokens(api.kube, 'edgeai-system', 30_000),
+      maxReportAgeMs,
+      readiness: [],
+    });
+    const listening = await listen(
+      buildServer(definition, {
+        telemetry: capturedTelemetry('upstream-status'),
+        bodyLimitBytes: 4096,
+        readinessTimeoutMs: 1000,
+      }),
+    );
+    extra.push(listening);
+    return listening;
+  };
+  /**
+   * A copy of the sample named `serviceName`, its edge worker's placement replaced (and its
+   * cloud worker's, when `cloudPlacement` is given).
+   */
+  const createService = async (
+    serviceName: string,
+    edgePlacement: Record<string, unknown>,
+    cloudPlacement?: Record<string, unknown>,
+  ) => {
+    const spec = sample['spec'] as Record<'edgeWorker' | 'cloudWorker', Record<string, unknown>>;
+    const { nodeName: _pinned, ...edgeWorker } = spec.edgeWorker;
+    const { nodeName: _cloudPinned, ...cloudWorker } = spec.cloudWorker;
+    return api.kube.create('jointInferenceService', ns, {
+      ...sample,
+      metadata: { ...sample.metadata, name: serviceName },
+      spec: {
+        ...spec,
+        edgeWorker: { ...edgeWorker, ...edgePlacement },
+        cloudWorker:
+          cloudPlacement === undefined ? spec.cloudWorker : { ...cloudWorker, ...cloudPlacement },
+      },
+    });
+  };
+
   beforeAll(async () => {
     api = await startApiServer();
     redis = await testRedis();
@@ -96,6 +163,7 @@ describe('upstream-status', () => {
       const definition = upstreamStatusDefinition({
         upstream: createUpstream({ kube, counters, attempts: 20 }),
         tokens: secretTokens(api.kube, 'edgeai-system', 30_000),
+        maxReportAgeMs,
         readiness: [],
       });
       const server = buildServer(definition, {
@@ -107,7 +175,7 @@ describe('upstream-status', () => {
     }
   });
   afterAll(async () => {
-    await Promise.all(replicas.map((r) => r.close()));
+    await Promise.all([...replicas, ...extra].map((r) => r.close()));
     await redis.close();
     await api.close();
   });
@@ -207,6 +275,14 @@ describe('upstream-status', () => {
       /hardExampleNumber: hardExampleNumber cannot exceed inferenceNumber/,
     ],
     [
+      'hard examples without inferences',
+      { ...report, output: { taskInfo: { uploaded: 1, hardExampleNumber: 1 } } },
+      undefined,
+      undefined,
+      400,
+      /body\.output\.taskInfo\.inferenceNumber: required when hardExampleNumber is given/,
+    ],
+    [
       'an unknown state',
       { ...report, status: 'Dancing' },
       undefined,
@@ -289,6 +365,24 @@ describe('upstream-status', () => {
     expect(await snapshot()).toEqual(before);
   });
 
+  const subject = `${ns}/jointinferenceservices/${name}`;
+  /** Posts `data` as a report event from edge0; `headers` add to or replace the ce-* headers. */
+  const sendEvent = (data: unknown, id: string, headers: Record<string, string>) =>
+    postEvent(replicas[1]!.url, 'io.edgeai.jointinference.status.reported', data, {
+      'ce-id': id,
+      'ce-source': '/edge/edge0',
+      'ce-subject': subject,
+      'ce-edgeainode': 'edge0',
+      ...headers,
+    });
+  /** Headers of a report event edge0 signed with `time` as the event's time. */
+  const signed = (id: string, data: unknown, time: string) => ({
+    'ce-time': time,
+    'ce-edgeaisig': signReport(Buffer.from(tokens.edge0), id, subject, time, data),
+  });
+  const edgeWorkerStatus = async () =>
+    ((await service())['status'] as { workers: { edge: Record<string, unknown> } }).workers.edge;
+
   it('takes the report as a signed CloudEvent, and refuses a bad signature or subject', async () => {
     const data = {
       id: 'event-report',
@@ -298,22 +392,15 @@ describe('upstream-status', () => {
       exitCode: 137,
       output: { taskInfo: { uploaded: 5, inferenceNumber: 10, hardExampleNumber: 5 } },
     };
-    const subject = `${ns}/jointinferenceservices/${name}`;
-    const send = (id: string, headers: Record<string, string>) =>
-      postEvent(replicas[1]!.url, 'io.edgeai.jointinference.status.reported', data, {
-        'ce-id': id,
-        'ce-source': '/edge/edge0',
-        'ce-subject': subject,
-        'ce-edgeainode': 'edge0',
-        ...headers,
-      });
+    const time = new Date().toISOString();
     const before = await snapshot();
-    const forged = await send('e1', {
-      'ce-edgeaisig': signReport(Buffer.from('guess'), 'e1', subject, data),
+    const forged = await sendEvent(data, 'e1', {
+      'ce-time': time,
+      'ce-edgeaisig': signReport(Buffer.from('guess'), 'e1', subject, time, data),
     });
     expect(forged.status).toBe(401);
     expect(await forged.text()).toMatch(/node edge0: signature not accepted/);
-    const wrongSubject = await send('e1', {
+    const wrongSubject = await sendEvent(data, 'e1', {
       'ce-subject': 'default/models/x',
       'ce-edgeaisig': '0'.repeat(64),
     });
@@ -321,13 +408,235 @@ describe('upstream-status', () => {
     expect(await wrongSubject.text()).toMatch(/subject: expected/);
     expect(await snapshot()).toEqual(before);
 
-    const signature = signReport(Buffer.from(tokens.edge0), 'e1', subject, data);
-    expect((await send('e1', { 'ce-edgeaisig': signature })).status).toBe(202);
-    expect((await send('e1', { 'ce-edgeaisig': signature })).status).toBe(202);
+    expect((await sendEvent(data, 'e1', signed('e1', data, time))).status).toBe(202);
+    expect((await sendEvent(data, 'e1', signed('e1', data, time))).status).toBe(202);
     const status = (await service())['status'] as Record<string, number> & {
       workers: { edge: Record<string, unknown> };
     };
     expect(status.uploadCount).toBe((before.status as Record<string, number>)['uploadCount']! + 5);
     expect(status.workers.edge).toMatchObject({ state: 'Failed', exitCode: 137 });
+  });
+
+  it('dedupes a signed event by node and id: a replay under another source changes nothing', async () => {
+    const failed = {
+      id: 'replayed-report',
+      reporter: 'edge-pod-replay:1',
+      phase: 'Inference',
+      status: 'Failed',
+      exitCode: 1,
+    };
+    const headers = signed('replay-1', failed, new Date().toISOString());
+    expect((await sendEvent(failed, 'replay-1', headers)).status).toBe(202);
+    expect(await edgeWorkerStatus()).toMatchObject({ state: 'Failed', exitCode: 1 });
+    // The worker recovers and says so.
+    const running = await post(0, {
+      ...report,
+      id: 'replay-running',
+      reporter: 'edge-pod-replay:2',
+    });
+    expect(running.status).toBe(200);
+    const recovered = await edgeWorkerStatus();
+    expect(recovered).toMatchObject({ state: 'Running' });
+
+    // The captured Failed event, resent with a source of the sender's choosing.
+    const replay = await sendEvent(failed, 'replay-1', {
+      ...headers,
+      'ce-source': '/somewhere/else',
+    });
+    expect(replay.status).toBe(202);
+    expect(await edgeWorkerStatus()).toEqual(recovered);
+  });
+
+  it.each<[string, (data: unknown) => Record<string, string>, RegExp]>([
+    [
+      'an event older than the accepted age',
+      (data) =>
+        signed('stale-1', data, new Date(Date.now() - maxReportAgeMs - 60_000).toISOString()),
+      /time attribute: .* is 660 s old, more than the 600 s accepted; refused as a possible replay/,
+    ],
+    [
+      'an event dated ahead of the accepted age',
+      (data) =>
+        signed('stale-1', data, new Date(Date.now() + maxReportAgeMs + 60_000).toISOString()),
+      /time attribute: .* is 660 s ahead of this server, more than the 600 s accepted/,
+    ],
+    [
+      'an event without a time',
+      (data) => {
+        const { 'ce-time': _time, ...rest } = signed('stale-1', data, new Date().toISOString());
+        return rest;
+      },
+      /time attribute: required on a signed report/,
+    ],
+    [
+      'an event whose time is not the one signed',
+      (data) => ({
+        ...signed('stale-1', data, new Date(Date.now() - 3_600_000).toISOString()),
+        'ce-time': new Date().toISOString(),
+      }),
+      /node edge0: signature not accepted/,
+    ],
+  ])('refuses %s: 401, state unchanged', async (_case, headersFor, message) => {
+    const data = {
+      id: 'stale-report',
+      reporter: 'edge-pod-stale:1',
+      phase: 'Inference',
+      status: 'Failed',
+      exitCode: 2,
+      output: { taskInfo: { uploaded: 7, inferenceNumber: 7, hardExampleNumber: 7 } },
+    };
+    const before = await snapshot();
+    const answer = await sendEvent(data, 'stale-1', headersFor(data));
+    expect(answer.status).toBe(401);
+    expect(await answer.text()).toMatch(message);
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it('an empty nodeSelector pins nothing: no node may report for that worker', async () => {
+    await createService('unpinned', { nodeSelector: {} });
+    const path = `/${ns}/jointinferenceservices/unpinned/status`;
+    const before = await snapshot();
+    const answer = await post(
+      0,
+      { ...report, id: 'unpinned-1' },
+      { 'x-edgeai-node': 'edge1', authorization: `Bearer ${tokens.edge1}` },
+      path,
+    );
+    expect(answer.status).toBe(403);
+    expect(((await answer.json()) as { error: { message: string } }).error.message).toBe(
+      'the edge worker of default/unpinned is not pinned to a node (no nodeName or nodeSelector), so no node may report for it',
+    );
+    expect(await snapshot()).toEqual(before);
+  });
+
+  it("a node cannot claim another node's reporter, as another role or at all", async () => {
+    const created = await createService('claimed', { nodeName: 'edge0' }, {});
+    const path = `/${ns}/jointinferenceservices/claimed/status`;
+    const tag = `${ns}/claimed/${created.metadata.uid ?? ''}`;
+    const asIntruder = { 'x-edgeai-node': 'intruder', authorization: `Bearer ${tokens.intruder}` };
+    const counts = (n: number) => ({
+      output: { taskInfo: { uploaded: n, inferenceNumber: n, hardExampleNumber: n } },
+    });
+    const real = { ...report, reporter: 'edge-pod:1', worker: 'edge' };
+    expect(
+      (await post(0, { ...real, id: 'claimed-1', ...counts(100) }, undefined, path)).status,
+    ).toBe(200);
+
+    const before = await snapshot();
+    const asEdge = await post(
+      0,
+      { ...real, id: 'claim-1', ...counts(1_000_000) },
+      asIntruder,
+      path,
+    );
+    expect(asEdge.status).toBe(403);
+    expect(await asEdge.text()).toMatch(
+      /node intruder does not run the edge worker of default\/claimed/,
+    );
+    // The cloud worker is pinned nowhere: no node token speaks for it.
+    const asCloud = await post(
+      0,
+      { ...real, worker: 'cloud', id: 'claim-2', ...counts(1_000_000) },
+      asIntruder,
+      path,
+    );
+    expect(asCloud.status).toBe(403);
+    expect(await asCloud.text()).toMatch(
+      /the cloud worker of default\/claimed is not pinned to a node \(no nodeName or nodeSelector\)/,
+    );
+    expect(await snapshot()).toEqual(before);
+
+    // Pinned to the intruder, the cloud worker is its to report, but only under its own name.
+    await api.kube.patch(
+      { kind: 'jointInferenceService', namespace: ns, name: 'claimed' },
+      { spec: { cloudWorker: { nodeName: 'intruder' } } },
+    );
+    const pinned = await post(
+      0,
+      { ...real, worker: 'cloud', id: 'claim-3', ...counts(1_000_000) },
+      asIntruder,
+      path,
+    );
+    expect(pinned.status).toBe(200);
+    expect(
+      (await post(0, { ...real, id: 'claimed-2', ...counts(500) }, undefined, path)).status,
+    ).toBe(200);
+    expect((await counters.totals(tag)).counters).toEqual({
+      uploaded: 1_000_500,
+      inferenceNumber: 1_000_500,
+      hardExampleNumber: 1_000_500,
+    });
+  });
+
+  it('keeps offloadRatio within 1 when the totals hold more hard examples than inferences', async () => {
+    expect(
+      statusFromTotals({
+        counters: { uploaded: 3, inferenceNumber: 2, hardExampleNumber: 5 },
+        workers: {},
+      })['offloadRatio'],
+    ).toBe(1);
+
+    // Totals from before reports had to pair the two counts: status writes must still work.
+    const created = await createService('overcounted', { nodeName: 'edge0' });
+    await counters.record(
+      `${ns}/overcounted/${created.metadata.uid ?? ''}`,
+      { source: 'before', id: 'hard-only' },
+      { node: 'edge0', id: 'edge-pod-old:1' },
+      {
+        worker: 'edge',
+        phase: 'Inference',
+        status: 'Running',
+        output: { taskInfo: { uploaded: 9, hardExampleNumber: 9 } },
+      },
+      new Date(0).toISOString(),
+    );
+    const replica = await serve(crdChecked(api.kube));
+    const answer = await fetch(`${replica.url}/${ns}/jointinferenceservices/overcounted/status`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-edgeai-node': 'edge0',
+        authorization: `Bearer ${tokens.edge0}`,
+      },
+      body: JSON.stringify({ ...report, id: 'overcounted-1' }),
+    });
+    expect(answer.status).toBe(200);
+    const current = await api.kube.get({
+      kind: 'jointInferenceService',
+      namespace: ns,
+      name: 'overcounted',
+    });
+    expect(current['status']).toMatchObject({
+      inferenceNumber: 2,
+      hardExampleNumber: 10,
+      offloadRatio: 1,
+    });
+  });
+
+  it('answers 500, not 400, when the API server refuses our own status write', async () => {
+    const created = await createService('refused', { nodeName: 'edge0' });
+    const refusing: Kube = {
+      ...api.kube,
+      patchStatus: (ref) =>
+        Promise.reject(
+          new ValidationError(
+            `API server: JointInferenceService.edgeai.io "${ref.name}" is invalid`,
+          ),
+        ),
+    };
+    const replica = await serve(refusing);
+    const answer = await fetch(`${replica.url}/${ns}/jointinferenceservices/refused/status`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/json',
+        'x-edgeai-node': 'edge0',
+        authorization: `Bearer ${tokens.edge0}`,
+      },
+      body: JSON.stringify({ ...report, id: 'refused-1' }),
+    });
+    expect(answer.status).toBe(500);
+    // The report itself is recorded; a retry once the write works brings the status up to it.
+    const totals = await counters.totals(`${ns}/refused/${created.metadata.uid ?? ''}`);
+    expect(totals.counters).toEqual({ uploaded: 1, inferenceNumber: 2, hardExampleNumber: 1 });
   });
 });

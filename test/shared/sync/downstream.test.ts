@@ -139,7 +139,8 @@ describe('downstream-sync', () => {
     ]);
 
     const consumer = await createTaskConsumer(redis.client, { node: 'edge0', consumer: 'lc-0' });
-    const tasks = await consumer.next(10);
+    const { tasks, lost } = await consumer.next(10);
+    expect(lost).toBe(0);
     expect(tasks.map((t) => [t.operation, t.generation])).toEqual([
       ['insert', 1],
       ['update', 2],
@@ -158,11 +159,11 @@ describe('downstream-sync', () => {
     });
     expect((await send('add', created)).status).toBe(200);
     const first = await createTaskConsumer(redis.client, { node: 'edge0', consumer: 'lc-1' });
-    const [task] = (await first.next(10)).filter((t) => t.name === 'pending-demo');
+    const [task] = (await first.next(10)).tasks.filter((t) => t.name === 'pending-demo');
     expect(task?.operation).toBe('insert');
     // The consumer crashed before acknowledging: it gets the task again when it comes back.
     const restarted = await createTaskConsumer(redis.client, { node: 'edge0', consumer: 'lc-1' });
-    const again = await restarted.next(10);
+    const { tasks: again } = await restarted.next(10);
     expect(again.map((t) => t.entryId)).toContain(task!.entryId);
     // Another consumer claims what a dead one left pending.
     const other = await createTaskConsumer(redis.client, {
@@ -171,10 +172,10 @@ describe('downstream-sync', () => {
       claimIdleMs: 1,
     });
     await new Promise((resolve) => setTimeout(resolve, 5));
-    const claimed = await other.next(10);
+    const { tasks: claimed } = await other.next(10);
     expect(claimed.map((t) => t.entryId)).toContain(task!.entryId);
     await other.ack(claimed.map((t) => t.entryId));
-    expect(await other.next(10, 10)).toEqual([]);
+    expect(await other.next(10, 10)).toEqual({ tasks: [], lost: 0 });
   });
 
   it('answers 503 while the local controller fails, then delivers on redelivery without a second stream entry', async () => {
@@ -224,6 +225,99 @@ describe('downstream-sync', () => {
       expect.objectContaining({ node: 'edge2', operation: 'update' }),
       expect.objectContaining({ node: 'edge1', operation: 'delete' }),
     ]);
+  });
+
+  const currentOn = async (node: string) =>
+    Object.keys(await redis.client.hgetall(`tasks:{${node}}:current`));
+  const moveTo = (name: string, nodeName: string) =>
+    api.kube.patch(
+      { kind: 'jointInferenceService', namespace: 'default', name },
+      { spec: { edgeWorker: { nodeName } } },
+    );
+  const named = (name: string) =>
+    api.kube.create('jointInferenceService', 'default', {
+      ...helmetDetectionSample(),
+      metadata: { name },
+    });
+
+  it('follows a service that leaves a node and comes back (nodeName edge0 -> edge1 -> edge0)', async () => {
+    const created = await named('roaming');
+    expect((await send('add', created)).status).toBe(200);
+    const away = await moveTo('roaming', 'edge1');
+    expect((await send('update', away)).status).toBe(200);
+    expect(await currentOn('edge0')).not.toContain('default/roaming');
+    expect(await currentOn('edge1')).toContain('default/roaming');
+    const back = await moveTo('roaming', 'edge0');
+    const answer = (await (await send('update', back)).json()) as { deliveries: unknown[] };
+    expect(answer.deliveries).toEqual([
+      expect.objectContaining({ node: 'edge0', operation: 'insert', stream: 'appended' }),
+      expect.objectContaining({ node: 'edge1', operation: 'delete', stream: 'appended' }),
+    ]);
+    expect(await currentOn('edge0')).toContain('default/roaming');
+    expect(await currentOn('edge1')).not.toContain('default/roaming');
+    expect(
+      received.filter((r) => r.url.endsWith('/roaming')).map((r) => [r.method, r.operation]),
+    ).toEqual([
+      ['POST', 'insert'],
+      ['DELETE', 'delete'],
+      ['POST', 'insert'],
+    ]);
+  });
+
+  it('lets no older event undo a move, delete the moved task or rewrite where the service is', async () => {
+    const created = await named('moved');
+    expect((await send('add', created)).status).toBe(200);
+    const moved = await moveTo('moved', 'edge1');
+    expect((await send('update', moved)).status).toBe(200);
+    // Generation 1 arrives late: it wants edge0 and would have edge1 dropped.
+    expect((await send('update', created)).status).toBe(202);
+    expect(await currentOn('edge1')).toContain('default/moved');
+    expect(await currentOn('edge0')).not.toContain('default/moved');
+    expect(await redis.client.smembers('tasks:{default/moved}:nodes')).toEqual(['edge1']);
+    // Redelivering generation 2 still finds everything in place.
+    expect((await send('update', moved)).status).toBe(202);
+    expect(await currentOn('edge1')).toContain('default/moved');
+  });
+
+  it('keeps a service deleted when its delete arrives before its add, telling the local controller nothing', async () => {
+    const created = await named('ghost');
+    await api.kube.delete({ kind: 'jointInferenceService', namespace: 'default', name: 'ghost' });
+    expect((await send('delete', created)).status).toBe(202);
+    expect((await send('add', created)).status).toBe(202);
+    expect(await currentOn('edge0')).not.toContain('default/ghost');
+    expect(received.filter((r) => r.url.endsWith('/ghost'))).toEqual([]);
+  });
+
+  it('lets no late event of a deleted object replace its successor of the same name', async () => {
+    const first = await named('reborn');
+    expect((await send('add', first)).status).toBe(200);
+    await api.kube.delete({ kind: 'jointInferenceService', namespace: 'default', name: 'reborn' });
+    expect((await send('delete', first)).status).toBe(200);
+    const second = await named('reborn');
+    expect((await send('add', second)).status).toBe(200);
+    expect((await send('update', first)).status).toBe(202);
+    const stored = JSON.parse(
+      (await redis.client.hget('tasks:{edge0}:current', 'default/reborn'))!,
+    ) as { uid: string };
+    expect(stored.uid).toBe(second.metadata.uid);
+  });
+
+  it('retries the delete to the local controller of a node the service left until it has it', async () => {
+    const created = await named('leaving');
+    expect((await send('add', created)).status).toBe(200);
+    const moved = await moveTo('leaving', 'edge1');
+    lcStatus = 500;
+    expect((await send('update', moved)).status).toBe(503);
+    lcStatus = 200;
+    expect((await send('update', moved)).status).toBe(200);
+    expect(
+      received.filter((r) => r.url.endsWith('/leaving')).map((r) => [r.method, r.operation]),
+    ).toEqual([
+      ['POST', 'insert'],
+      ['DELETE', 'delete'],
+      ['DELETE', 'delete'],
+    ]);
+    expect(await redis.client.smembers('tasks:{default/leaving}:nodes')).toEqual(['edge1']);
   });
 
   it('refuses an event about another kind with 400', async () => {

@@ -1,0 +1,165 @@
+/**
+ * The edge workers' Redis user, exactly as knative/redis/deployment.yaml defines it, on a real
+ * redis-server: the worker's own code (task reload, offload budget, shared event answers) works
+ * through it, and what a worker in a user's namespace must not do is refused.
+ */
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import {
+  createBudget,
+  createMiner,
+  sharedAnswers,
+  watchTask,
+} from '../../shared/inference/index.js';
+import { startRedisServer } from '../../shared/local/redis-server.js';
+import type { RedisServer } from '../../shared/local/redis-server.js';
+import { createRedis, waitReady } from '../../shared/redis/index.js';
+import type { RedisClient } from '../../shared/redis/index.js';
+import { createTaskStreams } from '../../shared/sync/index.js';
+import { capturedTelemetry } from '../support/http.js';
+import { helmetDetectionTask } from '../support/samples.js';
+
+interface Container {
+  args: string[];
+}
+
+/** The `--user` directives of the Redis container, with the worker password filled in. */
+function workerUserArgs(password: string): string[] {
+  const deployment = parse(
+    readFileSync(new URL('../../knative/redis/deployment.yaml', import.meta.url), 'utf8'),
+  ) as { spec: { template: { spec: { containers: Container[] } } } };
+  const args = deployment.spec.template.spec.containers[0]!.args;
+  const from = args.indexOf('--user');
+  expect(from, 'the Redis container defines an ACL user').toBeGreaterThan(-1);
+  const next = args.findIndex((a, i) => i > from && a.startsWith('--'));
+  const directive = args.slice(from, next === -1 ? undefined : next);
+  expect(directive[1]).toBe('edge-worker');
+  // The kubelet expands $(VAR) from the container's env.
+  return directive.map((a) => a.replace('$(REDIS_WORKER_PASSWORD)', password));
+}
+
+describe('the edge-worker Redis user of knative/redis', () => {
+  const adminPassword = randomBytes(16).toString('hex');
+  const workerPassword = randomBytes(16).toString('hex');
+  let server: RedisServer;
+  let admin: RedisClient;
+  let worker: RedisClient;
+  const client = (username: string | undefined, password: string) =>
+    createRedis(
+      {
+        url: server.url,
+        username,
+        password,
+        keyPrefix: 'edgeai:',
+        commandTimeoutMs: 2000,
+        connectTimeoutMs: 2000,
+      },
+      () => {},
+    );
+
+  beforeAll(async () => {
+    server = await startRedisServer({
+      password: adminPassword,
+      args: workerUserArgs(workerPassword),
+    });
+    admin = client(undefined, adminPassword);
+    worker = client('edge-worker', workerPassword);
+    await Promise.all([waitReady(admin, 10_000), waitReady(worker, 10_000)]);
+  });
+  afterAll(async () => {
+    admin?.disconnect();
+    worker?.disconnect();
+    await server?.stop();
+  });
+
+  it("runs the worker's own code: task reload, offload budget, shared event answers", async () => {
+    await createTaskStreams(admin, { maxLength: 100 }).offer(
+      'edge0',
+      helmetDetectionTask(3, { name: 'Margin', parameters: { margin: 0.3 } }),
+    );
+    const { log } = capturedTelemetry('edge-infer');
+    const target = { miner: createMiner('Threshold', { threshold: 0.9 }) };
+    const watcher = watchTask({
+      redis: worker,
+      node: 'edge0',
+      service: 'default/helmet-detection-demo',
+      target,
+      pollMs: 60_000,
+      log,
+    });
+    await watcher.poll();
+    watcher.stop();
+    expect(target.miner.name).toBe('Margin');
+
+    const budget = createBudget({
+      redis: worker,
+      service: 'default/helmet-detection-demo',
+      target: 0.1,
+      window: 100,
+      refreshMs: 0,
+      log,
+    });
+    for (let i = 0; i < 100; i += 1) budget.observe(i / 100);
+    await budget.refresh();
+    expect(budget.cut()).toBeCloseTo(0.89, 6);
+
+    const warnings: string[] = [];
+    const answers = sharedAnswers(worker, {
+      scope: 'default/helmet-detection-demo',
+      leaseSeconds: 1,
+      keepSeconds: 60,
+      warn: (fields, message) => warnings.push(`${message}: ${String(fields['err'])}`),
+    });
+    let computed = 0;
+    // Slower than a third of the lease: the claim is renewed while it answers.
+    const answer = async () => {
+      await new Promise((r) => setTimeout(r, 500));
+      return { outputs: [++computed] };
+    };
+    expect(await answers('2:/c:e1', answer)).toEqual({ outputs: [1] });
+    expect(await answers('2:/c:e1', answer)).toEqual({ outputs: [1] });
+    await expect(answers('2:/c:e2', () => Promise.reject(new Error('bad input')))).rejects.toThrow(
+      'bad input',
+    );
+    expect(await admin.exists('answer:{default/helmet-detection-demo}:2:/c:e2')).toBe(0);
+    expect(warnings).toEqual([]);
+  });
+
+  it('refuses what a worker must not do: task and status writes, other keys, admin commands', async () => {
+    const refused = [
+      worker.hset('tasks:{edge0}:current', 'default/x', '{}'),
+      worker.xadd('tasks:{edge0}:stream', '*', 'operation', 'insert'),
+      worker.hget('tasks:{edge0}:versions', 'default/x'),
+      worker.set('status:{default/x}:totals', '1'),
+      worker.set('dedupe:{x}:y', '1'),
+      worker.eval("return redis.call('SET', KEYS[1], '1')", 1, 'status:{x}:totals'),
+      worker.keys('*'),
+      worker.flushall(),
+      worker.call('CONFIG', 'GET', 'requirepass'),
+      worker.call('ACL', 'LIST'),
+    ];
+    for (const result of await Promise.allSettled(refused)) {
+      expect(result.status).toBe('rejected');
+      expect(String((result as PromiseRejectedResult).reason)).toMatch(/NOPERM/);
+    }
+  });
+
+  it('lets no one in without a password', async () => {
+    const anonymous = createRedis(
+      {
+        url: server.url,
+        keyPrefix: 'edgeai:',
+        commandTimeoutMs: 2000,
+        connectTimeoutMs: 2000,
+      },
+      () => {},
+    );
+    try {
+      await expect(waitReady(anonymous, 1000)).rejects.toThrow();
+    } finally {
+      anonymous.disconnect();
+    }
+  });
+});

@@ -1,0 +1,141 @@
+/**
+ * Report counters in a real Redis: the totals outlive the per-reporter retention, and a
+ * reporter's counters belong to the node that reports them.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashTag, key } from '../../../shared/redis/index.js';
+import { createReportCounters } from '../../../shared/status/index.js';
+import type { WorkerMessage } from '../../../shared/status/index.js';
+import { testRedis } from '../../support/redis.js';
+import type { TestRedis } from '../../support/redis.js';
+
+const message = (
+  uploaded: number,
+  inferenceNumber: number,
+  worker: WorkerMessage['worker'] = 'edge',
+): WorkerMessage => ({
+  worker,
+  phase: 'Inference',
+  status: 'Running',
+  output: { taskInfo: { uploaded, inferenceNumber, hardExampleNumber: uploaded } },
+});
+
+describe('report counters', () => {
+  let redis: TestRedis;
+  beforeAll(async () => {
+    redis = await testRedis();
+  });
+  afterAll(() => redis.close());
+
+  it('never moves the totals backwards after the reporters expire', async () => {
+    const counters = createReportCounters(redis.client, {
+      dedupeSeconds: 3600,
+      retentionSeconds: 1,
+    });
+    const tag = 'default/quiet/uid-1';
+    const when = new Date(0).toISOString();
+    await counters.record(
+      tag,
+      { source: 's', id: '1' },
+      { node: 'edge0', id: 'old-pod' },
+      message(1000, 4000),
+      when,
+    );
+    expect((await counters.totals(tag)).counters.uploaded).toBe(1000);
+
+    // A quiet period longer than the retention, then a new worker process reports.
+    await new Promise((resolve) => setTimeout(resolve, 1500));
+    await counters.record(
+      tag,
+      { source: 's', id: '2' },
+      { node: 'edge0', id: 'new-pod' },
+      message(12, 40),
+      when,
+    );
+    expect((await counters.totals(tag)).counters).toEqual({
+      uploaded: 1012,
+      inferenceNumber: 4040,
+      hardExampleNumber: 1012,
+    });
+  });
+
+  it('clears the expiry that totals written by earlier versions carry', async () => {
+    const counters = createReportCounters(redis.client, {
+      dedupeSeconds: 3600,
+      retentionSeconds: 60,
+    });
+    const tag = 'default/upgraded/uid-2';
+    const totals = key('status', hashTag(tag), 'totals');
+    await redis.client.hset(totals, 'uploaded', 7);
+    await redis.client.expire(totals, 60);
+    await counters.record(
+      tag,
+      { source: 's', id: '1' },
+      { node: 'edge0', id: 'pod' },
+      message(1, 2),
+      '',
+    );
+    expect(await redis.client.ttl(totals)).toBe(-1);
+    expect((await counters.totals(tag)).counters.uploaded).toBe(8);
+  });
+
+  it("keys a reporter's counters by node and role: another node cannot freeze them", async () => {
+    const counters = createReportCounters(redis.client, {
+      dedupeSeconds: 3600,
+      retentionSeconds: 3600,
+    });
+    const tag = 'default/claimed/uid-3';
+    const edge = { node: 'edge0', id: 'edge-pod:1' };
+    await counters.record(tag, { source: 's', id: '1' }, edge, message(10, 100), '');
+    // Another node, and the same node as another role, naming the edge worker's reporter id.
+    await counters.record(
+      tag,
+      { source: 's', id: '2' },
+      { node: 'intruder', id: 'edge-pod:1' },
+      message(1_000_000, 1_000_000),
+      '',
+    );
+    await counters.record(tag, { source: 's', id: '3' }, edge, message(1000, 1000, 'cloud'), '');
+    await counters.record(tag, { source: 's', id: '4' }, edge, message(50, 500), '');
+    expect((await counters.totals(tag)).counters).toEqual({
+      uploaded: 50 + 1_000_000 + 1000,
+      inferenceNumber: 500 + 1_000_000 + 1000,
+      hardExampleNumber: 50 + 1_000_000 + 1000,
+    });
+  });
+
+  it('takes over counters written before they were keyed by node: nothing counted twice', async () => {
+    const counters = createReportCounters(redis.client, {
+      dedupeSeconds: 3600,
+      retentionSeconds: 3600,
+    });
+    const tag = 'default/upgraded-reporter/uid-4';
+    const k = (name: string) => key('status', hashTag(tag), name);
+    // What the previous version left: one reporter's counters, keyed by its id alone.
+    await redis.client.hset(k('reporters'), {
+      'edge-pod:1|uploaded': 30,
+      'edge-pod:1|inferenceNumber': 300,
+      'edge-pod:1|hardExampleNumber': 30,
+    });
+    await redis.client.hset(k('totals'), {
+      uploaded: 30,
+      inferenceNumber: 300,
+      hardExampleNumber: 30,
+    });
+    const edge = { node: 'edge0', id: 'edge-pod:1' };
+    // A late report below what was recorded moves nothing; the next one moves by the difference.
+    await counters.record(tag, { source: 's', id: '1' }, edge, message(20, 200), '');
+    expect((await counters.totals(tag)).counters.inferenceNumber).toBe(300);
+    await counters.record(tag, { source: 's', id: '2' }, edge, message(31, 310), '');
+    expect((await counters.totals(tag)).counters).toEqual({
+      uploaded: 31,
+      inferenceNumber: 310,
+      hardExampleNumber: 31,
+    });
+    expect(Object.keys(await redis.client.hgetall(k('reporters'))).sort()).toEqual([
+      'edge0|edge|edge-pod:1|hardExampleNumber',
+      'edge0|edge|edge-pod:1|inferenceNumber',
+      'edge0|edge|edge-pod:1|uploaded',
+    ]);
+  });
+});
