@@ -90,8 +90,15 @@ function hasStale(stored: unknown, wanted: Record<string, string>, owned: (k: st
   return Object.values(removals(stored, wanted, owned)).some((v) => v === null);
 }
 
-/** The stored worker's template differs from the wanted one in a field we own. */
-function workerDrift(stored: KubeObject, wanted: KubeObject): Record<string, unknown> | undefined {
+/**
+ * The patch that brings the stored worker to the wanted one in the fields we own, if any differ.
+ * `specChanged` is false when only metadata differs: Knative then keeps the same generation and
+ * the worker stays as ready as it was.
+ */
+function workerDrift(
+  stored: KubeObject,
+  wanted: KubeObject,
+): { patch: Record<string, unknown>; specChanged: boolean } | undefined {
   const storedTemplate = path(stored, 'spec', 'template');
   const wantedAnnotations = (path(wanted, 'spec', 'template', 'metadata', 'annotations') ??
     {}) as Record<string, string>;
@@ -101,14 +108,13 @@ function workerDrift(stored: KubeObject, wanted: KubeObject): Record<string, unk
   >;
   const storedAnnotations = path(storedTemplate, 'metadata', 'annotations');
   const storedSelector = path(storedTemplate, 'spec', 'nodeSelector');
-  const upToDate =
-    covers(stored.metadata, wanted.metadata) &&
-    covers(stored['spec'], wanted['spec']) &&
-    !hasStale(storedAnnotations, wantedAnnotations, (k) => ownedTemplateAnnotations.has(k)) &&
-    !hasStale(storedSelector, wantedSelector, () => true);
-  if (upToDate) return undefined;
+  const specChanged =
+    !covers(stored['spec'], wanted['spec']) ||
+    hasStale(storedAnnotations, wantedAnnotations, (k) => ownedTemplateAnnotations.has(k)) ||
+    hasStale(storedSelector, wantedSelector, () => true);
+  if (!specChanged && covers(stored.metadata, wanted.metadata)) return undefined;
   const wantedSpec = wanted['spec'] as { template: { metadata: object; spec: object } };
-  return {
+  const patch = {
     metadata: {
       labels: wanted.metadata.labels,
       annotations: wanted.metadata.annotations,
@@ -132,6 +138,7 @@ function workerDrift(stored: KubeObject, wanted: KubeObject): Record<string, unk
       },
     },
   };
+  return { patch, specChanged };
 }
 
 type Readiness = { status: 'True' | 'False' | 'Unknown'; reason: string; message: string };
@@ -467,6 +474,7 @@ function reconcile(
     statuses[role] = status;
     const taken = stored === undefined && (observed.taken?.includes(role) ?? false);
     const view = viewWorker(status, stored, false, taken);
+    let rollingOut = false;
     if (desired.valid && !view.permanent && !view.completed && !taken) {
       const wanted = structuredClone(desired.workers[role]);
       if (status.restartedAt !== undefined) {
@@ -477,6 +485,7 @@ function reconcile(
       }
       if (stored === undefined) {
         workerActions.push({ kind: 'create', role, object: wanted });
+        rollingOut = true;
         const recreated = findCondition(previous.conditions, 'Created')?.status === 'True';
         events.push({
           kind: 'event',
@@ -485,9 +494,15 @@ function reconcile(
           message: `${recreated ? 'recreated the missing' : 'created the'} ${role} worker Service ${wanted.metadata.name}`,
         });
       } else {
-        const patch = workerDrift(stored, wanted);
-        if (patch !== undefined) {
-          workerActions.push({ kind: 'update', role, name: stored.metadata.name, patch });
+        const drift = workerDrift(stored, wanted);
+        if (drift !== undefined) {
+          workerActions.push({
+            kind: 'update',
+            role,
+            name: stored.metadata.name,
+            patch: drift.patch,
+          });
+          rollingOut = drift.specChanged;
           events.push({
             kind: 'event',
             type: 'Normal',
@@ -497,12 +512,8 @@ function reconcile(
         }
       }
     }
-    // A worker written in this pass has not been rolled out yet.
-    views[role] = workerActions.some(
-      (a) => (a.kind === 'create' || a.kind === 'update') && a.role === role,
-    )
-      ? viewWorker(status, stored, true)
-      : view;
+    // A worker created, or whose spec this pass changes, has not been rolled out yet.
+    views[role] = rollingOut ? viewWorker(status, stored, true) : view;
   }
   const conditionStates = conditionsFor(desired, views, service.metadata.name);
   const wanted: JointInferenceServiceStatus = {
