@@ -25,6 +25,7 @@ export type FunctionFactory = (runtime: {
  * its own function's modules alone. Imports by literal path, so a bundler can follow them.
  */
 const functions: Readonly<Record<string, () => Promise<{ default: FunctionFactory }>>> = {
+  'aset-scheduler': () => import('../functions/aset-scheduler/index.js'),
   'cloud-infer': () => import('../functions/cloud-infer/index.js'),
   'downstream-sync': () => import('../functions/downstream-sync/index.js'),
   'edge-infer': () => import('../functions/edge-infer/index.js'),

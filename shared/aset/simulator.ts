@@ -31,10 +31,10 @@
  * arrays indexed by slot, and events are int32 payloads in `EventQueue`.
  */
 import { normal, seededRandom } from '../training/random.js';
-import { feasibleCandidates } from './constraints.js';
 import { EventQueue } from './event-queue.js';
 import { ObservationRecorder } from './observation.js';
 import type { Observation } from './observation.js';
+import { placeStream } from './placement.js';
 import { policies as staticPolicies } from './policies.js';
 import { durationScaleFor } from './scenario.js';
 import type { AppSpec } from './scenario.js';
@@ -489,14 +489,21 @@ function createSimulation(options: SimulationOptions): Simulation {
     const queries = queriesOf(stream);
     streamTotals.arrived += 1;
     queriesOffered += queries;
-    const feasible = feasibleCandidates(stream, topology.schedulers[scheduler]!, workers, loadOf);
-    if (feasible.length === 0) {
+    const chosen = placeStream(
+      stream,
+      topology.schedulers[scheduler]!,
+      workers,
+      loadOf,
+      policy,
+      policyUniform,
+    );
+    if (chosen === undefined) {
       streamTotals.rejected += 1;
       rejectedStreams.push({ start: now, period: 1000 / stream.rate, queries, counted: 0, app });
       return;
     }
     streamTotals.bound += 1;
-    bind(stream, scheduler, policy(stream, feasible, policyUniform).worker.index, app);
+    bind(stream, scheduler, chosen.worker.index, app);
   }
 
   /** Counts the rejected streams' queries sent up to and including `t`. */

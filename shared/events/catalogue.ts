@@ -31,6 +31,8 @@ const eventTypes = Object.freeze({
   streamEnded: 'io.edgeai.aset.stream.ended',
   streamBound: 'io.edgeai.aset.stream.bound',
   streamRejected: 'io.edgeai.aset.stream.rejected',
+  /** ASET: a cluster's monitoring agent reports the responses its workers delivered. */
+  workerResponsesReported: 'io.edgeai.aset.responses.reported',
 } as const);
 
 type EventType = (typeof eventTypes)[keyof typeof eventTypes];

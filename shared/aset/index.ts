@@ -1,0 +1,18 @@
+/**
+ * ASET for the aset-scheduler function: loading the scenario and the trained meta-policy, the
+ * shared binding state, the decisions and the function definition. The simulator, the trainer
+ * and the benchmarks import the modules they study directly.
+ */
+export { createDeployedController } from './aset-controller.js';
+export { createBindingStore } from './binding-store.js';
+export { readTrainedNetwork } from './network-card.js';
+export { loadScenario } from './scenario.js';
+export { createAsetScheduler } from './scheduler.js';
+export { loadAsetSchedulerConfig, endpointFrom } from './scheduler-config.js';
+export { asetSchedulerDefinition } from './scheduler-definition.js';
+export { streamRequest, responsesReport } from './stream-request.js';
+export type { AsetController } from './aset-controller.js';
+export type { BindingStore, BindingRecord } from './binding-store.js';
+export type { AsetScheduler, Placement, Rejection, RequestOutcome } from './scheduler.js';
+export type { AsetSchedulerConfig } from './scheduler-config.js';
+export type { StreamRequest, ResponsesReport } from './stream-request.js';

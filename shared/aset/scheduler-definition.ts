@@ -1,0 +1,151 @@
+/**
+ * aset-scheduler as a function: streams ask for a binding and end over HTTP or as CloudEvents,
+ * the PingSource tick rolls a due window and releases expired leases, and clusters' monitoring
+ * agents report delivered responses (the R_w of eq. 11).
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
+import { ForbiddenError, NotFoundError, UnauthorizedError } from '../errors/index.js';
+import { eventTypes } from '../events/index.js';
+import { defineFunction, onEvent, onRequest } from '../http/index.js';
+import type { FunctionDefinition, ReadinessCheck } from '../http/index.js';
+import type { AsetScheduler } from './scheduler.js';
+import { responsesReport, streamEnd, streamId, streamRequest } from './stream-request.js';
+
+const idParams = z.object({ id: streamId });
+
+const digest = (value: string) => createHash('sha256').update(value).digest();
+
+/** Checks `Authorization: Bearer <token>` against the configured token in constant time. */
+function authorize(expected: Buffer | undefined, header: string | string[] | undefined): void {
+  if (expected === undefined) {
+    throw new ForbiddenError('response reports over HTTP are disabled: set ASET_REPORT_TOKEN');
+  }
+  const value = typeof header === 'string' ? header : undefined;
+  const match = value === undefined ? null : /^Bearer (\S+)$/.exec(value);
+  if (match === null) throw new UnauthorizedError('Authorization: expected "Bearer <token>"');
+  if (!timingSafeEqual(digest(match[1]!), expected)) {
+    throw new UnauthorizedError('Authorization: the token is not valid');
+  }
+}
+
+function asetSchedulerDefinition(deps: {
+  scheduler: AsetScheduler;
+  reportToken: string | undefined;
+  readiness: readonly ReadinessCheck[];
+}): FunctionDefinition {
+  const { scheduler } = deps;
+  const token = deps.reportToken === undefined ? undefined : digest(deps.reportToken);
+  return defineFunction({
+    name: 'aset-scheduler',
+    routes: [
+      onRequest({
+        method: 'POST',
+        path: '/v1/streams',
+        body: streamRequest,
+        async handle({ body }) {
+          const outcome = await scheduler.request(body);
+          if (outcome.kind === 'rejected') {
+            return {
+              kind: 'json',
+              status: 409,
+              body: { error: 'StreamRejected', ...outcome.rejection },
+            };
+          }
+          return {
+            kind: 'json',
+            status: outcome.replay ? 200 : 201,
+            body: outcome.placement,
+            headers: { location: `/v1/streams/${encodeURIComponent(body.id)}` },
+          };
+        },
+      }),
+      onRequest({
+        method: 'GET',
+        path: '/v1/streams/:id',
+        params: idParams,
+        async handle({ params }) {
+          return { kind: 'json', body: await scheduler.find(params.id) };
+        },
+      }),
+      onRequest({
+        method: 'DELETE',
+        path: '/v1/streams/:id',
+        params: idParams,
+        async handle({ params }) {
+          const ended = await scheduler.end(params.id);
+          if (ended === undefined) throw new NotFoundError(`stream ${params.id} is not bound`);
+          return { kind: 'json', body: ended };
+        },
+      }),
+      onRequest({
+        method: 'POST',
+        path: '/v1/responses',
+        body: responsesReport,
+        async handle({ body }, ctx) {
+          authorize(token, ctx.headers['authorization']);
+          const applied = await scheduler.report({ source: 'http', id: body.id }, body.reports);
+          return { kind: 'json', status: 202, body: { applied } };
+        },
+      }),
+      onRequest({
+        method: 'GET',
+        path: '/v1/scheduler',
+        async handle() {
+          return { kind: 'json', body: await scheduler.status() };
+        },
+      }),
+    ],
+    events: [
+      onEvent({
+        type: eventTypes.streamRequested,
+        data: streamRequest,
+        replies: [eventTypes.streamBound, eventTypes.streamRejected],
+        async handle({ data }) {
+          const outcome = await scheduler.request(data);
+          return outcome.kind === 'bound'
+            ? {
+                kind: 'reply',
+                event: { type: eventTypes.streamBound, subject: data.id, data: outcome.placement },
+              }
+            : {
+                kind: 'reply',
+                event: {
+                  type: eventTypes.streamRejected,
+                  subject: data.id,
+                  data: outcome.rejection,
+                },
+              };
+        },
+      }),
+      onEvent({
+        type: eventTypes.streamEnded,
+        data: streamEnd,
+        async handle({ data }) {
+          // Ending a stream that has no binding (ended before, or rejected) changes nothing.
+          await scheduler.end(data.id);
+          return { kind: 'accepted' };
+        },
+      }),
+      onEvent({
+        type: eventTypes.workerResponsesReported,
+        data: responsesReport,
+        async handle({ data, event }) {
+          await scheduler.report({ source: event.source, id: event.id }, data.reports);
+          return { kind: 'accepted' };
+        },
+      }),
+      onEvent({
+        type: eventTypes.pingTick,
+        data: z.unknown(),
+        async handle() {
+          await scheduler.tick();
+          return { kind: 'accepted' };
+        },
+      }),
+    ],
+    readiness: deps.readiness,
+  });
+}
+
+export { asetSchedulerDefinition };
