@@ -13,10 +13,12 @@ import { rmSync } from 'node:fs';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
+import { policyNames } from '../../shared/aset/types.js';
 import { freePort } from '../../shared/local/index.js';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { testRedis } from '../support/redis.js';
 
 const run = promisify(execFile);
 const root = new URL('../../', import.meta.url);
@@ -113,6 +115,118 @@ describe('bin', () => {
     },
     30_000,
   );
+
+  it('the bundle serves aset-scheduler with the trained full-edge network, over HTTP and events', async () => {
+    const redis = await testRedis();
+    const port = await freePort();
+    const token = 'monitoring-agent-token-0123456789';
+    const child = spawn('node', [entries.bundle], {
+      // The image's working directory holds data/aset and models, as the repository root does.
+      cwd: fileURLToPath(root),
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: {
+        PATH: process.env['PATH'],
+        FUNCTION_TARGET: 'aset-scheduler',
+        PORT: String(port),
+        REDIS_URL: redis.url,
+        REDIS_KEY_PREFIX: redis.prefix,
+        ASET_TOPOLOGY: 'full-edge',
+        ASET_REPORT_TOKEN: token,
+        ASET_ENDPOINT_TEMPLATE: 'http://{variant}.{cluster}.example',
+        LOG_LEVEL: 'warn',
+      },
+    });
+    const base = `http://127.0.0.1:${port}`;
+    const stream = {
+      scheduler: 'ap-0',
+      task: 'object-detection',
+      maxDelayMs: 95,
+      minAccuracy: 10,
+      rate: 5,
+      size: 0.5,
+      durationS: 10,
+    };
+    const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+      fetch(`${base}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
+    try {
+      let first: Response | undefined;
+      for (let i = 0; i < 100 && first === undefined; i++) {
+        await sleep(100);
+        first = await post('/v1/streams', { id: 'cam-1', ...stream }).catch(() => undefined);
+      }
+      expect(first?.status).toBe(201);
+      const placement = (await first!.json()) as {
+        worker: { variant: string; cluster: string };
+        policy: string;
+        endpoint: string;
+      };
+      expect(policyNames).toContain(placement.policy);
+      expect(placement.endpoint).toBe(
+        `http://${placement.worker.variant}.${placement.worker.cluster}.example`,
+      );
+      const again = await post('/v1/streams', { id: 'cam-1', ...stream });
+      expect(again.status).toBe(200);
+      expect(await again.json()).toEqual(placement);
+
+      const event = await post(
+        '/',
+        { id: 'cam-2', ...stream },
+        {
+          'ce-specversion': '1.0',
+          'ce-id': 'e-1',
+          'ce-source': '/test/clients',
+          'ce-type': 'io.edgeai.aset.stream.requested',
+        },
+      );
+      expect(event.status).toBe(200);
+      expect(event.headers.get('ce-type')).toBe('io.edgeai.aset.stream.bound');
+      expect(event.headers.get('ce-subject')).toBe('cam-2');
+
+      const invalid = await post('/v1/streams', { id: 'cam-3', ...stream, rate: undefined });
+      expect(invalid.status).toBe(400);
+      expect(await invalid.text()).toContain('rate');
+
+      const report = {
+        id: 'r-1',
+        reports: [placement.worker].map(({ variant, cluster }) => ({
+          variant,
+          cluster,
+          responses: 7,
+        })),
+      };
+      expect((await post('/v1/responses', report)).status).toBe(401);
+      expect(
+        (await post('/v1/responses', report, { authorization: `Bearer ${token}` })).status,
+      ).toBe(202);
+      const unknown = {
+        id: 'r-2',
+        reports: [{ variant: 'nope', cluster: 'cloud-0', responses: 1 }],
+      };
+      const refused = await post('/v1/responses', unknown, { authorization: `Bearer ${token}` });
+      expect(refused.status).toBe(400);
+      expect(await refused.text()).toContain("no worker runs variant 'nope' on cluster 'cloud-0'");
+
+      const status = (await (await fetch(`${base}/v1/scheduler`)).json()) as {
+        topology: string;
+        bindings: number;
+        controller: string;
+      };
+      expect(status).toMatchObject({ topology: 'full-edge', bindings: 2, controller: 'ASET' });
+
+      expect((await fetch(`${base}/v1/streams/cam-1`, { method: 'DELETE' })).status).toBe(200);
+      expect((await fetch(`${base}/v1/streams/cam-1`, { method: 'DELETE' })).status).toBe(404);
+      const metrics = await (await fetch(`${base}/metrics`)).text();
+      expect(metrics).toMatch(/edgeai_aset_streams_total\{[^}]*outcome="bound"[^}]*\} 2/);
+    } finally {
+      child.kill('SIGTERM');
+      await once(child, 'exit');
+      await redis.close();
+    }
+  }, 30_000);
 
   it('dev-apiserver serves client-node through the kubeconfig it writes, and keeps a snapshot', async () => {
     const config = join(outDir, 'kubeconfig');
