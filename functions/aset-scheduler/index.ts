@@ -24,7 +24,13 @@ const factory: FunctionFactory = async ({ config, telemetry }) => {
   const redis = requireRedis(config.redis, 'aset-scheduler', (fields, message) =>
     telemetry.log.warn(fields, message),
   );
-  const decisions = defineMetrics(telemetry).counter(
+  const metrics = defineMetrics(telemetry);
+  const windows = metrics.counter(
+    'edgeai_aset_windows_total',
+    'Windows of T this replica rolled, by the policy the meta-policy chose for the next one',
+    ['policy'],
+  );
+  const decisions = metrics.counter(
     'edgeai_aset_streams_total',
     'Stream requests answered, by outcome (bound, replay, rejected) and the policy in force',
     ['outcome', 'policy'],
@@ -56,6 +62,7 @@ const factory: FunctionFactory = async ({ config, telemetry }) => {
     onChoiceError: (err) =>
       telemetry.log.error({ err }, 'the meta-policy failed to choose; the previous policy stays'),
     onDecision: (outcome, policy) => decisions({ outcome, policy }),
+    onWindow: (policy) => windows({ policy }),
   });
   return {
     definition: asetSchedulerDefinition({

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { ForbiddenError, NotFoundError, UnauthorizedError } from '../errors/index.js';
 import { eventTypes } from '../events/index.js';
 import { defineFunction, onEvent, onRequest } from '../http/index.js';
+import { parseInput } from '../schema/index.js';
 import type { FunctionDefinition, ReadinessCheck } from '../http/index.js';
 import type { AsetScheduler } from './scheduler.js';
 import { responsesReport, streamEnd, streamId, streamRequest } from './stream-request.js';
@@ -81,9 +82,11 @@ function asetSchedulerDefinition(deps: {
       onRequest({
         method: 'POST',
         path: '/v1/responses',
-        body: responsesReport,
-        async handle({ body }, ctx) {
+        // Checked after the token, so an unauthenticated caller learns nothing from the schema.
+        body: z.unknown(),
+        async handle({ body: raw }, ctx) {
           authorize(token, ctx.headers['authorization']);
+          const body = parseInput(responsesReport, raw, 'body');
           const applied = await scheduler.report({ source: 'http', id: body.id }, body.reports);
           return { kind: 'json', status: 202, body: { applied } };
         },

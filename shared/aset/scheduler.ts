@@ -98,6 +98,8 @@ interface SchedulerDeps {
   /** A window's choice failed; the previous policy stays. */
   onChoiceError?(error: unknown): void;
   onDecision?(outcome: 'bound' | 'replay' | 'rejected', policy: PolicyName): void;
+  /** This replica rolled a window and stored the policy chosen for the next one. */
+  onWindow?(policy: PolicyName): void;
 }
 
 const fingerprintOf = (request: StreamRequest): string =>
@@ -159,7 +161,7 @@ function createAsetScheduler(deps: SchedulerDeps): AsetScheduler {
     const chosen = await choose(previous);
     // A failed choice keeps what was in force: the stored policy was not replaced.
     if (chosen === undefined) return previous?.policy ?? (await initialPolicy());
-    await store.setPolicy(startMs, chosen);
+    if (await store.setPolicy(startMs, chosen)) deps.onWindow?.(chosen);
     return chosen;
   }
 

@@ -221,6 +221,8 @@ describe('bin', () => {
       expect((await fetch(`${base}/v1/streams/cam-1`, { method: 'DELETE' })).status).toBe(404);
       const metrics = await (await fetch(`${base}/metrics`)).text();
       expect(metrics).toMatch(/edgeai_aset_streams_total\{[^}]*outcome="bound"[^}]*\} 2/);
+      // The first request started the first window: its policy was chosen once.
+      expect(metrics).toMatch(/edgeai_aset_windows_total\{[^}]*policy="[a-z-]+"[^}]*\} 1/);
     } finally {
       child.kill('SIGTERM');
       await once(child, 'exit');
