@@ -30,6 +30,7 @@ const functions: Readonly<Record<string, () => Promise<{ default: FunctionFactor
   'downstream-sync': () => import('../functions/downstream-sync/index.js'),
   'edge-infer': () => import('../functions/edge-infer/index.js'),
   'reconcile-tick': () => import('../functions/reconcile-tick/index.js'),
+  router: () => import('../functions/router/index.js'),
   'upstream-status': () => import('../functions/upstream-status/index.js'),
 };
 const drainMs = 20_000;

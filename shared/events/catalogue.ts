@@ -26,6 +26,8 @@ const eventTypes = Object.freeze({
   graphReward: 'io.edgeai.mlgraph.reward',
   graphPartial: 'io.edgeai.mlgraph.partial',
   graphJoined: 'io.edgeai.mlgraph.joined',
+  /** ML graph: a router's answer to a predict event, naming the children in `mlgraphroute`. */
+  graphRouted: 'io.edgeai.mlgraph.routed',
   /** ASET: a client stream asks for placement, ends, or was placed / rejected. */
   streamRequested: 'io.edgeai.aset.stream.requested',
   streamEnded: 'io.edgeai.aset.stream.ended',

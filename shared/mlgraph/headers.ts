@@ -1,0 +1,49 @@
+/**
+ * The ML-graph data plane's metadata. The contract spells them `mlgraph/route`,
+ * `mlgraph/pending-requests`; a "/" cannot appear in an HTTP header name (RFC 9110 token), so
+ * over HTTP they are `mlgraph-route` and so on, and as CloudEvent extension attributes, which
+ * are lower-case alphanumerics, `mlgraphroute` and so on.
+ */
+import { z } from 'zod';
+import { ValidationError } from '../errors/index.js';
+
+const headers = {
+  puid: 'mlgraph-puid',
+  route: 'mlgraph-route',
+  source: 'mlgraph-source',
+  pendingRequests: 'mlgraph-pending-requests',
+} as const;
+
+const extensions = {
+  puid: 'mlgraphpuid',
+  route: 'mlgraphroute',
+  source: 'mlgraphsource',
+  pendingRequests: 'mlgraphpendingrequests',
+} as const;
+
+/** A prediction id: whoever starts a request may choose it; else the first node makes one. */
+const puid = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, 'must be 1-128 of [A-Za-z0-9._:-]');
+
+/** A single-valued header (or extension) read as text; repeated headers are refused. */
+function single(value: unknown, name: string): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string') {
+    throw new ValidationError(`${name}: expected one value`);
+  }
+  return value;
+}
+
+/** Parses `value` with `schema`, naming the header in the error. */
+function parseMetadata<S extends z.ZodType>(schema: S, value: unknown, name: string): z.output<S> {
+  const result = schema.safeParse(single(value, name));
+  if (!result.success) {
+    throw new ValidationError(
+      `${name}: ${result.error.issues.map((issue) => issue.message).join('; ')}`,
+    );
+  }
+  return result.data;
+}
+
+export { headers, extensions, puid, parseMetadata };

@@ -1,0 +1,218 @@
+/**
+ * How a router node of an ML graph picks the children a request goes to (the route contract of
+ * the ML-graph data plane: the answer names the child nodes in `mlgraph-route`). Pure: the
+ * caller passes the arms' statistics and the random draws, so every strategy is a function of
+ * its inputs and can be checked by properties.
+ *
+ * Bandits learn from rewards in [0, 1] sent later for a prediction id; an arm's figures count
+ * only the predictions that were rewarded (a prediction never rewarded says nothing about its
+ * arm), so `rewarded` is the n of UCB1 and the trials of Thompson sampling's Beta posterior.
+ */
+import { z } from 'zod';
+
+/** A child node's name: a DNS-1123 label, as Knative Service names are. */
+const childName = z
+  .string()
+  .regex(/^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a DNS-1123 label (a Knative Service name)');
+
+const comparison = z.object({
+  /** Dotted path into the request's JSON body, e.g. `parameters.tier`. */
+  path: z
+    .string()
+    .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'must be a dotted path of [A-Za-z0-9_-] keys'),
+  op: z.enum(['eq', 'ne', 'lt', 'lte', 'gt', 'gte', 'in', 'exists']),
+  value: z.unknown().optional(),
+});
+
+const strategy = z.discriminatedUnion('kind', [
+  /** Every request to the same children (all of them unless listed). */
+  z.object({ kind: z.literal('static'), children: z.array(childName).min(1).optional() }).strict(),
+  /** One child per request, drawn with the given relative weights. */
+  z
+    .object({
+      kind: z.literal('weighted'),
+      weights: z.record(childName, z.number().min(0).max(1e6)),
+    })
+    .strict(),
+  /** The first rule whose comparison holds on the body decides; else `otherwise`. */
+  z
+    .object({
+      kind: z.literal('condition'),
+      rules: z
+        .array(z.object({ when: comparison, route: z.array(childName).min(1) }).strict())
+        .min(1),
+      otherwise: z.array(childName).min(1),
+    })
+    .strict(),
+  /** The best mean reward, or with probability epsilon a uniformly random child. */
+  z.object({ kind: z.literal('epsilon-greedy'), epsilon: z.number().min(0).max(1) }).strict(),
+  /** Thompson sampling on a Beta(1 + rewards, 1 + rewarded - rewards) posterior per child. */
+  z.object({ kind: z.literal('thompson') }).strict(),
+  /** UCB1: mean + sqrt(2 ln N / n); unrewarded children first. */
+  z.object({ kind: z.literal('ucb1') }).strict(),
+]);
+
+type Strategy = z.output<typeof strategy>;
+
+/** What the store knows about one child: rewarded predictions and the sum of their rewards. */
+interface ArmStats {
+  readonly rewarded: number;
+  readonly reward: number;
+}
+
+const banditKinds: ReadonlySet<Strategy['kind']> = new Set(['epsilon-greedy', 'thompson', 'ucb1']);
+
+/** Whether the strategy learns from rewards (its route must be remembered per prediction). */
+function learns(s: Strategy): boolean {
+  return banditKinds.has(s.kind);
+}
+
+/** Every child a strategy names must be one of the node's children: checked once at start-up. */
+function unknownChildren(s: Strategy, children: readonly string[]): string[] {
+  const named =
+    s.kind === 'static'
+      ? (s.children ?? [])
+      : s.kind === 'weighted'
+        ? Object.keys(s.weights)
+        : s.kind === 'condition'
+          ? [...s.rules.flatMap((r) => r.route), ...s.otherwise]
+          : [];
+  return [...new Set(named.filter((c) => !children.includes(c)))];
+}
+
+function lookup(body: unknown, path: string): unknown {
+  let at: unknown = body;
+  for (const key of path.split('.')) {
+    if (typeof at !== 'object' || at === null || !Object.hasOwn(at, key)) return undefined;
+    at = (at as Record<string, unknown>)[key];
+  }
+  return at;
+}
+
+function holds(when: z.output<typeof comparison>, body: unknown): boolean {
+  const actual = lookup(body, when.path);
+  const { value } = when;
+  switch (when.op) {
+    case 'exists':
+      return actual !== undefined;
+    case 'eq':
+      return actual === value;
+    case 'ne':
+      return actual !== value;
+    case 'in':
+      return Array.isArray(value) && value.includes(actual);
+    default: {
+      // Order comparisons only between two numbers or two strings; anything else is false.
+      const comparable =
+        (typeof actual === 'number' && typeof value === 'number') ||
+        (typeof actual === 'string' && typeof value === 'string');
+      if (!comparable) return false;
+      const [a, b] = [actual, value] as [number | string, number | string];
+      if (when.op === 'lt') return a < b;
+      if (when.op === 'lte') return a <= b;
+      if (when.op === 'gt') return a > b;
+      return a >= b;
+    }
+  }
+}
+
+/**
+ * A Gamma(shape, 1) draw (Marsaglia and Tsang, 2000), shape >= 1 here since the posterior's
+ * parameters are 1 + counts; `normal` and `uniform` are the caller's draws.
+ */
+function gamma(shape: number, uniform: () => number, normal: () => number): number {
+  const d = shape - 1 / 3;
+  const c = 1 / Math.sqrt(9 * d);
+  for (;;) {
+    let x: number;
+    let v: number;
+    do {
+      x = normal();
+      v = 1 + c * x;
+    } while (v <= 0);
+    v = v * v * v;
+    const u = uniform();
+    if (u < 1 - 0.0331 * x ** 4) return d * v;
+    if (Math.log(u) < 0.5 * x * x + d * (1 - v + Math.log(v))) return d * v;
+  }
+}
+
+/** A Beta(a, b) draw from two Gamma draws. */
+function beta(a: number, b: number, uniform: () => number, normal: () => number): number {
+  const x = gamma(a, uniform, normal);
+  return x / (x + gamma(b, uniform, normal));
+}
+
+/** The index of the largest score; ties go to the first (the children's configured order). */
+function argmax(scores: readonly number[]): number {
+  let best = 0;
+  for (let i = 1; i < scores.length; i += 1) if (scores[i]! > scores[best]!) best = i;
+  return best;
+}
+
+const mean = (arm: ArmStats | undefined) =>
+  arm === undefined || arm.rewarded === 0 ? 0 : arm.reward / arm.rewarded;
+
+/**
+ * The children this request goes to. `stats` holds each child's figures for the bandits (absent
+ * children count as never rewarded); `uniform` draws in [0, 1), `normal` standard normals.
+ */
+function route(
+  s: Strategy,
+  children: readonly string[],
+  input: {
+    body: unknown;
+    stats: ReadonlyMap<string, ArmStats>;
+    uniform: () => number;
+    normal: () => number;
+  },
+): string[] {
+  const pick = () =>
+    children[Math.min(children.length - 1, Math.floor(input.uniform() * children.length))]!;
+  switch (s.kind) {
+    case 'static':
+      return [...(s.children ?? children)];
+    case 'weighted': {
+      const entries = children.map((c) => [c, s.weights[c] ?? 0] as const);
+      const total = entries.reduce((sum, [, w]) => sum + w, 0);
+      if (!(total > 0)) return [pick()];
+      let target = input.uniform() * total;
+      for (const [child, weight] of entries) {
+        if (target < weight) return [child];
+        target -= weight;
+      }
+      // Rounding left the draw past the last bin: it belongs to the last weighted child.
+      return [entries.filter(([, w]) => w > 0).at(-1)![0]];
+    }
+    case 'condition': {
+      const rule = s.rules.find((r) => holds(r.when, input.body));
+      return [...(rule?.route ?? s.otherwise)];
+    }
+    case 'epsilon-greedy': {
+      if (input.uniform() < s.epsilon) return [pick()];
+      return [children[argmax(children.map((c) => mean(input.stats.get(c))))]!];
+    }
+    case 'thompson': {
+      const draws = children.map((c) => {
+        const arm = input.stats.get(c);
+        const successes = arm?.reward ?? 0;
+        const failures = Math.max(0, (arm?.rewarded ?? 0) - successes);
+        return beta(1 + successes, 1 + failures, input.uniform, input.normal);
+      });
+      return [children[argmax(draws)]!];
+    }
+    case 'ucb1': {
+      const fresh = children.find((c) => (input.stats.get(c)?.rewarded ?? 0) === 0);
+      if (fresh !== undefined) return [fresh];
+      const total = children.reduce((n, c) => n + input.stats.get(c)!.rewarded, 0);
+      const scores = children.map((c) => {
+        const arm = input.stats.get(c)!;
+        return mean(arm) + Math.sqrt((2 * Math.log(total)) / arm.rewarded);
+      });
+      return [children[argmax(scores)]!];
+    }
+  }
+}
+
+export { strategy, childName, route, learns, unknownChildren };
+export type { Strategy, ArmStats };

@@ -1,0 +1,154 @@
+/**
+ * The router over a real Redis and real HTTP: a prediction id keeps its route, a reward reaches
+ * the children that served it once, and the function answers the route contract over HTTP and
+ * as CloudEvents.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NotFoundError } from '../../../shared/errors/index.js';
+import { eventTypes } from '../../../shared/events/index.js';
+import { buildServer } from '../../../shared/http/index.js';
+import { createRouteStore, createRouter, routerDefinition } from '../../../shared/mlgraph/index.js';
+import { loadRouterConfig } from '../../../shared/mlgraph/router-config.js';
+import type { Strategy } from '../../../shared/mlgraph/index.js';
+import { normal, seededRandom } from '../../../shared/training/random.js';
+import { capturedTelemetry, listen, postEvent } from '../../support/http.js';
+import type { Listening } from '../../support/http.js';
+import { testRedis } from '../../support/redis.js';
+import type { TestRedis } from '../../support/redis.js';
+
+const children = ['small', 'large'];
+
+describe('router', () => {
+  let redis: TestRedis;
+  let nodes = 0;
+  beforeAll(async () => {
+    redis = await testRedis();
+  });
+  afterAll(() => redis.close());
+
+  function router(strategy: Strategy, seed = 1) {
+    const uniform = seededRandom(seed);
+    const store = createRouteStore(redis.client, {
+      node: `node-${(nodes += 1)}`,
+      puidTtlMs: 60_000,
+    });
+    return createRouter({ strategy, children, store, uniform, normal: normal(uniform) });
+  }
+
+  it('keeps the first route of a prediction id, whatever a retry would draw', async () => {
+    const r = router({ kind: 'weighted', weights: { small: 1, large: 1 } });
+    const first = await r.predict({ puid: 'p-1', body: {} });
+    for (let i = 0; i < 20; i += 1) {
+      expect(await r.predict({ puid: 'p-1', body: {} })).toEqual(first);
+    }
+    expect((await r.arms()).children.reduce((n, c) => n + c.routed, 0)).toBe(1);
+  });
+
+  it('applies a reward once, to the children the prediction went to', async () => {
+    const r = router({ kind: 'static' });
+    const { puid } = await r.predict({ puid: undefined, body: {} });
+    const outcomes = await Promise.all([
+      r.reward(puid, 0.5),
+      r.reward(puid, 0.5),
+      r.reward(puid, 1),
+    ]);
+    expect(outcomes.filter((o) => o === 'applied')).toHaveLength(1);
+    expect((await r.arms()).children).toEqual([
+      { name: 'small', routed: 1, rewarded: 1, meanReward: expect.any(Number) as number },
+      { name: 'large', routed: 1, rewarded: 1, meanReward: expect.any(Number) as number },
+    ]);
+    await expect(r.reward('never-routed', 1)).rejects.toThrow(NotFoundError);
+  });
+
+  it('learns from rewards stored in Redis: Thompson sampling moves to the better child', async () => {
+    const r = router({ kind: 'thompson' }, 3);
+    const payout = seededRandom(5);
+    for (let i = 0; i < 300; i += 1) {
+      const { puid, route } = await r.predict({ puid: `t-${i}`, body: {} });
+      const p = route[0] === 'large' ? 0.9 : 0.1;
+      await r.reward(puid, payout() < p ? 1 : 0);
+    }
+    const arms = (await r.arms()).children;
+    expect(arms.find((a) => a.name === 'large')!.routed).toBeGreaterThan(200);
+  });
+
+  describe('as a function', () => {
+    let server: Listening;
+    beforeAll(async () => {
+      server = await listen(
+        buildServer(routerDefinition({ router: router({ kind: 'ucb1' }), readiness: [] }), {
+          telemetry: capturedTelemetry('router'),
+          bodyLimitBytes: 4096,
+          readinessTimeoutMs: 1000,
+        }),
+      );
+    });
+    afterAll(() => server.close());
+
+    const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+      fetch(`${server.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify(body),
+      });
+
+    it('answers the payload unchanged, with the route and the prediction id', async () => {
+      const payload = { instances: [[1, 2, 3]] };
+      const answer = await post('/predict', payload, { 'mlgraph-puid': 'req-42' });
+      expect(answer.status).toBe(200);
+      expect(await answer.json()).toEqual(payload);
+      expect(answer.headers.get('mlgraph-puid')).toBe('req-42');
+      expect(children).toContain(answer.headers.get('mlgraph-route'));
+      const fresh = await post('/predict', payload);
+      expect(fresh.headers.get('mlgraph-puid')).toMatch(/^[0-9a-f-]{36}$/);
+    });
+
+    it('refuses a malformed prediction id and an unknown one for rewards', async () => {
+      const bad = await post('/predict', {}, { 'mlgraph-puid': 'no spaces' });
+      expect(bad.status).toBe(400);
+      expect(await bad.text()).toContain('mlgraph-puid');
+      const unknown = await post('/reward', { puid: 'nobody', reward: 1 });
+      expect(unknown.status).toBe(404);
+      const outOfRange = await post('/reward', { puid: 'req-42', reward: 2 });
+      expect(outOfRange.status).toBe(400);
+      expect(await (await post('/reward', { puid: 'req-42', reward: 1 })).json()).toEqual({
+        outcome: 'applied',
+      });
+    });
+
+    it('answers a predict event with a routed event, the same route on redelivery', async () => {
+      const send = () =>
+        postEvent(server.url, eventTypes.graphPredict, { x: 1 }, { 'ce-id': 'event-7' });
+      const first = await send();
+      expect(first.status).toBe(200);
+      expect(first.headers.get('ce-type')).toBe(eventTypes.graphRouted);
+      expect(first.headers.get('ce-mlgraphpuid')).toBe('event-7');
+      expect(await first.json()).toEqual({ x: 1 });
+      const again = await send();
+      expect(again.headers.get('ce-mlgraphroute')).toBe(first.headers.get('ce-mlgraphroute'));
+      const reward = await postEvent(server.url, eventTypes.graphReward, {
+        puid: 'forgotten',
+        reward: 0,
+      });
+      expect(reward.status).toBe(202);
+    });
+  });
+
+  it.each([
+    [{ MLGRAPH_CHILDREN: 'a,b' }, /MLGRAPH_NODE: required/],
+    [{ K_SERVICE: 'r', MLGRAPH_CHILDREN: 'a,A' }, /'A' must be a DNS-1123 label/],
+    [{ K_SERVICE: 'r', MLGRAPH_CHILDREN: 'a,a' }, /named twice/],
+    [{ K_SERVICE: 'r', MLGRAPH_CHILDREN: 'a', MLGRAPH_ROUTE: '{' }, /must be JSON/],
+    [{ K_SERVICE: 'r', MLGRAPH_CHILDREN: 'a', MLGRAPH_ROUTE: '{"kind":"magic"}' }, /MLGRAPH_ROUTE/],
+    [
+      {
+        K_SERVICE: 'r',
+        MLGRAPH_CHILDREN: 'a',
+        MLGRAPH_ROUTE: '{"kind":"static","children":["b"]}',
+      },
+      /names b, not in MLGRAPH_CHILDREN/,
+    ],
+  ])('refuses the settings %o', (env, message) => {
+    expect(() => loadRouterConfig(env)).toThrow(message);
+  });
+});
