@@ -29,6 +29,7 @@ const functions: Readonly<Record<string, () => Promise<{ default: FunctionFactor
   'cloud-infer': () => import('../functions/cloud-infer/index.js'),
   'downstream-sync': () => import('../functions/downstream-sync/index.js'),
   'edge-infer': () => import('../functions/edge-infer/index.js'),
+  joiner: () => import('../functions/joiner/index.js'),
   'reconcile-tick': () => import('../functions/reconcile-tick/index.js'),
   router: () => import('../functions/router/index.js'),
   'upstream-status': () => import('../functions/upstream-status/index.js'),

@@ -2,6 +2,8 @@
 export { eventTypes, isEventType } from './catalogue.js';
 export { decodeEvent, encodeBinary } from './cloudevents.js';
 export { parseMediaType, decodeBytes } from './media.js';
+export { createEventSink } from './sink.js';
 export type { EventType } from './catalogue.js';
 export type { IncomingEvent, OutgoingEvent } from './cloudevents.js';
 export type { MediaType } from './media.js';
+export type { Sink, SinkEvent } from './sink.js';

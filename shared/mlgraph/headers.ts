@@ -2,7 +2,8 @@
  * The ML-graph data plane's metadata. The contract spells them `mlgraph/route`,
  * `mlgraph/pending-requests`; a "/" cannot appear in an HTTP header name (RFC 9110 token), so
  * over HTTP they are `mlgraph-route` and so on, and as CloudEvent extension attributes, which
- * are lower-case alphanumerics, `mlgraphroute` and so on.
+ * are at most 20 lower-case alphanumerics, `mlgraphroute`, `mlgraphpuid`, `mlgraphsource` and
+ * `mlgraphpending`.
  */
 import { z } from 'zod';
 import { ValidationError } from '../errors/index.js';
@@ -18,7 +19,7 @@ const extensions = {
   puid: 'mlgraphpuid',
   route: 'mlgraphroute',
   source: 'mlgraphsource',
-  pendingRequests: 'mlgraphpendingrequests',
+  pendingRequests: 'mlgraphpending',
 } as const;
 
 /** A prediction id: whoever starts a request may choose it; else the first node makes one. */

@@ -10,12 +10,10 @@ const children = ['small', 'medium', 'large'];
 const anyStrategy: fc.Arbitrary<Strategy> = fc.oneof(
   fc.constant<Strategy>({ kind: 'static' }),
   fc.subarray(children, { minLength: 1 }).map<Strategy>((c) => ({ kind: 'static', children: c })),
-  fc
-    .tuple(fc.nat(5), fc.nat(5), fc.nat(5))
-    .map<Strategy>(([a, b, c]) => ({
-      kind: 'weighted',
-      weights: { small: a, medium: b, large: c },
-    })),
+  fc.tuple(fc.nat(5), fc.nat(5), fc.nat(5)).map<Strategy>(([a, b, c]) => ({
+    kind: 'weighted',
+    weights: { small: a, medium: b, large: c },
+  })),
   fc.double({ min: 0, max: 1, noNaN: true }).map<Strategy>((epsilon) => ({
     kind: 'epsilon-greedy',
     epsilon,

@@ -1,0 +1,190 @@
+/**
+ * A joiner node's buffers in Redis, shared by its replicas. Each transaction (prediction id)
+ * collects one input per source. Every input carries `pending`, an upper bound on how many more
+ * inputs may still arrive for the transaction as its path saw it, so `received + pending` bounds
+ * the total; the join keeps the tightest bound and completes on the input that reaches it. A
+ * transaction still open at its deadline is handed out as an explicit partial.
+ *
+ * One Lua script per change: an input resent by its source is not counted twice, the input that
+ * completes a join is the only one answered with the result (and again if that source resends
+ * it), and an input arriving after the join has ended is reported late rather than reopening it.
+ */
+import { hashTag, key, luaScript, runScript } from '../redis/index.js';
+import type { RedisClient } from '../redis/index.js';
+
+type JoinState = 'open' | 'complete' | 'partial';
+
+/** A transaction's inputs by source, with how many the tightest bound still allowed for. */
+interface Joined {
+  readonly puid: string;
+  readonly state: JoinState;
+  readonly inputs: Readonly<Record<string, unknown>>;
+  /** Inputs the bound still allowed for when the join ended (0 when complete). */
+  readonly missing: number;
+}
+
+type AddOutcome =
+  | { kind: 'complete'; joined: Joined }
+  /** The completing source resent its input: the same result again. */
+  | { kind: 'again'; joined: Joined }
+  | { kind: 'waiting' }
+  | { kind: 'late'; state: JoinState };
+
+interface JoinStore {
+  add(input: {
+    puid: string;
+    source: string;
+    pending: number;
+    payload: unknown;
+    nowMs: number;
+  }): Promise<AddOutcome>;
+  /** Open joins past their deadline, claimed for `leaseMs` so one replica hands each out. */
+  due(nowMs: number, limit: number): Promise<Joined[]>;
+  /** Marks a due join as handed out. */
+  finish(puid: string): Promise<void>;
+  get(puid: string): Promise<Joined | undefined>;
+}
+
+// Hash of one transaction: `in:<source>` the inputs (JSON), `n` received, `bound` the tightest
+// upper bound on the total, `state`, `completer` the source whose input completed it.
+const addLua = `
+local join, deadlines = KEYS[1], KEYS[2]
+local puid, source, pending, payload = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
+local now, deadline, keep = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local state = redis.call('HGET', join, 'state')
+if state and state ~= 'open' then
+  if state == 'complete' and redis.call('HGET', join, 'completer') == source then
+    return {'again', redis.call('HGETALL', join)}
+  end
+  return {'late', state}
+end
+if redis.call('HSETNX', join, 'in:' .. source, payload) == 0 then return {'waiting'} end
+local n = redis.call('HINCRBY', join, 'n', 1)
+local bound = tonumber(redis.call('HGET', join, 'bound'))
+if bound == nil or n + pending < bound then
+  bound = n + pending
+  redis.call('HSET', join, 'bound', bound)
+end
+if n == 1 then
+  redis.call('HSET', join, 'state', 'open')
+  redis.call('ZADD', deadlines, now + deadline, puid)
+  redis.call('PEXPIRE', join, deadline + keep)
+end
+if n >= bound then
+  redis.call('HSET', join, 'state', 'complete', 'completer', source)
+  redis.call('ZREM', deadlines, puid)
+  redis.call('PEXPIRE', join, keep)
+  return {'complete', redis.call('HGETALL', join)}
+end
+return {'waiting'}
+`;
+
+const dueLua = `
+local now, limit, lease = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
+-- Claimed for a lease: a replica that dies before handing them out leaves them due again.
+for _, puid in ipairs(due) do redis.call('ZADD', KEYS[1], now + lease, puid) end
+return due
+`;
+
+const finishLua = `
+if redis.call('HGET', KEYS[1], 'state') ~= 'open' then
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  return 0
+end
+redis.call('HSET', KEYS[1], 'state', 'partial')
+redis.call('ZREM', KEYS[2], ARGV[1])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+`;
+
+const addScript = luaScript(2, addLua);
+const dueScript = luaScript(1, dueLua);
+const finishScript = luaScript(2, finishLua);
+
+function joinedFrom(puid: string, flat: readonly string[]): Joined {
+  const fields = new Map<string, string>();
+  for (let i = 0; i + 1 < flat.length; i += 2) fields.set(flat[i]!, flat[i + 1]!);
+  const inputs: Record<string, unknown> = {};
+  for (const [field, value] of [...fields].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    if (field.startsWith('in:')) inputs[field.slice(3)] = JSON.parse(value) as unknown;
+  }
+  const state = (fields.get('state') ?? 'open') as JoinState;
+  const received = Number(fields.get('n') ?? 0);
+  const bound = Number(fields.get('bound') ?? received);
+  return {
+    puid,
+    state,
+    inputs,
+    missing: state === 'complete' ? 0 : Math.max(0, bound - received),
+  };
+}
+
+function createJoinStore(
+  redis: RedisClient,
+  options: { node: string; deadlineMs: number; keepMs: number; leaseMs: number },
+): JoinStore {
+  const t = hashTag(`mlgraph:${options.node}`);
+  const joinKey = (puid: string) => key('mlgraph', t, 'join', puid);
+  const deadlines = key('mlgraph', t, 'deadlines');
+  async function finish(puid: string): Promise<void> {
+    await runScript(
+      redis,
+      finishScript,
+      [joinKey(puid), deadlines, puid, String(options.keepMs)],
+      (r) => r,
+    );
+  }
+  async function get(puid: string): Promise<Joined | undefined> {
+    const flat = await redis.hgetall(joinKey(puid));
+    if (Object.keys(flat).length === 0) return undefined;
+    return joinedFrom(puid, Object.entries(flat).flat());
+  }
+  return {
+    async add({ puid, source, pending, payload, nowMs }) {
+      const reply = (await runScript(
+        redis,
+        addScript,
+        [
+          joinKey(puid),
+          deadlines,
+          puid,
+          source,
+          String(pending),
+          JSON.stringify(payload),
+          String(nowMs),
+          String(options.deadlineMs),
+          String(options.keepMs),
+        ],
+        (r) => r,
+      )) as [string, (string[] | string)?];
+      const [kind, detail] = reply;
+      if (kind === 'complete' || kind === 'again') {
+        return { kind, joined: joinedFrom(puid, detail as string[]) };
+      }
+      if (kind === 'late') return { kind: 'late', state: detail as JoinState };
+      return { kind: 'waiting' };
+    },
+    async due(nowMs, limit) {
+      const claimed = await runScript(
+        redis,
+        dueScript,
+        [deadlines, String(nowMs), String(limit), String(options.leaseMs)],
+        (r) => r as string[],
+      );
+      const joins: Joined[] = [];
+      for (const puid of claimed) {
+        const joined = await get(puid);
+        // Expired meanwhile (a join's key outlives its deadline by keepMs): nothing to hand out.
+        if (joined === undefined || joined.state !== 'open') await finish(puid);
+        else joins.push(joined);
+      }
+      return joins;
+    },
+    finish,
+    get,
+  };
+}
+
+export { createJoinStore };
+export type { JoinStore, Joined, JoinState, AddOutcome };

@@ -1,0 +1,120 @@
+/**
+ * joiner as a function: `POST /predict` takes one input of a transaction, named by
+ * `mlgraph-puid`, `mlgraph-source` and `mlgraph-pending-requests`; the input that completes the
+ * join is answered 200 with the joined result, every other 202 with no body (the contract's empty
+ * reply). `GET /joins/{puid}` gives a join's state and inputs, a partial one included. As
+ * CloudEvents, `io.edgeai.mlgraph.partial` with the same metadata as extensions, answered by
+ * `io.edgeai.mlgraph.joined` when it completes; the PingSource tick hands out overdue joins.
+ */
+import { z } from 'zod';
+import { eventTypes } from '../events/index.js';
+import { defineFunction, onEvent, onRequest } from '../http/index.js';
+import type { Answer, FunctionDefinition, ReadinessCheck } from '../http/index.js';
+import { extensions, headers, parseMetadata, puid } from './headers.js';
+import type { AddOutcome } from './join-store.js';
+import { resultOf } from './joiner.js';
+import type { Joiner } from './joiner.js';
+import { childName } from './strategies.js';
+
+function joinerDefinition(deps: {
+  joiner: Joiner;
+  maxInputs: number;
+  readiness: readonly ReadinessCheck[];
+  /** Called after each input; sweeps overdue joins now and then (the tick alone is once a minute). */
+  afterInput?(): Promise<void>;
+  onLate?(outcome: Extract<AddOutcome, { kind: 'late' }>): void;
+}): FunctionDefinition {
+  const { joiner } = deps;
+  const pending = z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(deps.maxInputs - 1, `at most ${deps.maxInputs - 1} (MLGRAPH_MAX_INPUTS - 1)`);
+  const metadata = (
+    read: (name: keyof typeof headers) => unknown,
+    names: Record<string, string>,
+  ) => ({
+    puid: parseMetadata(puid, read('puid'), names['puid']!),
+    source: parseMetadata(childName, read('source'), names['source']!),
+    pending: parseMetadata(pending, read('pendingRequests'), names['pendingRequests']!),
+  });
+  async function add(input: ReturnType<typeof metadata> & { payload: unknown }) {
+    const outcome = await joiner.add(input);
+    if (outcome.kind === 'late') deps.onLate?.(outcome);
+    await deps.afterInput?.();
+    return outcome;
+  }
+  return defineFunction({
+    name: 'joiner',
+    routes: [
+      onRequest({
+        method: 'POST',
+        path: '/predict',
+        body: z.unknown(),
+        async handle({ body }, ctx): Promise<Answer> {
+          const outcome = await add({
+            ...metadata((name) => ctx.headers[headers[name]], headers),
+            payload: body,
+          });
+          if (outcome.kind === 'complete' || outcome.kind === 'again') {
+            return {
+              kind: 'json',
+              body: resultOf(outcome.joined),
+              headers: { [headers.puid]: outcome.joined.puid },
+            };
+          }
+          return { kind: 'accepted' };
+        },
+      }),
+      onRequest({
+        method: 'GET',
+        path: '/joins/:puid',
+        params: z.object({ puid }),
+        async handle({ params }) {
+          return { kind: 'json', body: await joiner.get(params.puid) };
+        },
+      }),
+      onRequest({
+        method: 'POST',
+        path: '/reward',
+        // A joiner learns nothing from rewards; the contract still has it take them.
+        body: z.object({ puid, reward: z.number() }).strict(),
+        handle: () => Promise.resolve({ kind: 'accepted' }),
+      }),
+    ],
+    events: [
+      onEvent({
+        type: eventTypes.graphPartial,
+        data: z.unknown(),
+        replies: [eventTypes.graphJoined],
+        async handle({ data, event }): Promise<Answer> {
+          const outcome = await add({
+            ...metadata((name) => event.extensions[extensions[name]], extensions),
+            payload: data,
+          });
+          if (outcome.kind !== 'complete' && outcome.kind !== 'again') return { kind: 'accepted' };
+          return {
+            kind: 'reply',
+            event: {
+              type: eventTypes.graphJoined,
+              subject: outcome.joined.puid,
+              data: resultOf(outcome.joined),
+              extensions: { [extensions.puid]: outcome.joined.puid },
+            },
+          };
+        },
+      }),
+      onEvent({
+        type: eventTypes.pingTick,
+        data: z.unknown(),
+        async handle() {
+          await joiner.sweep();
+          return { kind: 'accepted' };
+        },
+      }),
+    ],
+    readiness: deps.readiness,
+  });
+}
+
+export { joinerDefinition };

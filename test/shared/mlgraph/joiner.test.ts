@@ -1,0 +1,251 @@
+/**
+ * The joiner over a real Redis and real HTTP: a join completes exactly on the input that meets
+ * the tightest bound, whatever the arrival order and redeliveries (property); overdue joins are
+ * handed out once as explicit partials, to a real sink; the function answers the join contract.
+ */
+import { createServer } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createEventSink, eventTypes } from '../../../shared/events/index.js';
+import { buildServer } from '../../../shared/http/index.js';
+import {
+  createJoinStore,
+  createJoiner,
+  joinerDefinition,
+  loadJoinerConfig,
+} from '../../../shared/mlgraph/index.js';
+import { capturedTelemetry, listen, postEvent } from '../../support/http.js';
+import type { Listening } from '../../support/http.js';
+import { testRedis } from '../../support/redis.js';
+import type { TestRedis } from '../../support/redis.js';
+
+describe('joiner', () => {
+  let redis: TestRedis;
+  let nodes = 0;
+  beforeAll(async () => {
+    redis = await testRedis();
+  });
+  afterAll(() => redis.close());
+
+  const store = (deadlineMs = 1_000) =>
+    createJoinStore(redis.client, {
+      node: `join-${(nodes += 1)}`,
+      deadlineMs,
+      keepMs: 60_000,
+      leaseMs: 500,
+    });
+
+  it('completes on the input that meets the tightest bound, however inputs arrive (property)', async () => {
+    const arrivals = fc.integer({ min: 1, max: 6 }).chain((n) =>
+      fc.tuple(
+        fc.shuffledSubarray(['a', 'b', 'c', 'd', 'e', 'f'].slice(0, n), {
+          minLength: n,
+          maxLength: n,
+        }),
+        fc.array(fc.nat(3), { minLength: n, maxLength: n }),
+        fc.array(fc.nat(n - 1), { maxLength: 4 }),
+      ),
+    );
+    await fc.assert(
+      fc.asyncProperty(arrivals, async ([order, slack, resends]) => {
+        const s = store();
+        const n = order.length;
+        const outcomes: string[] = [];
+        for (let k = 0; k < n; k += 1) {
+          // Each path's bound may be loose, but the last input's is exact.
+          const pending = n - k - 1 + (k === n - 1 ? 0 : slack[k]!);
+          const add = (source: string, p: number) =>
+            s.add({ puid: 'tx', source, pending: p, payload: { from: source }, nowMs: 0 });
+          const outcome = await add(order[k]!, pending);
+          outcomes.push(outcome.kind);
+          if (outcome.kind === 'complete') {
+            expect(Object.keys(outcome.joined.inputs)).toEqual([...order].sort());
+            expect(outcome.joined.inputs[order[0]!]).toEqual({ from: order[0] });
+          }
+          // Redeliveries of inputs already taken change nothing while the join is open.
+          for (const r of resends) {
+            if (r < k) expect((await add(order[r]!, 0)).kind).toMatch(/waiting|late/);
+          }
+        }
+        expect(outcomes).toEqual([...Array<string>(n - 1).fill('waiting'), 'complete']);
+        const completer = order[n - 1]!;
+        expect(
+          (await s.add({ puid: 'tx', source: completer, pending: 0, payload: 1, nowMs: 0 })).kind,
+        ).toBe('again');
+        if (n > 1) {
+          expect(
+            await s.add({ puid: 'tx', source: order[0]!, pending: 0, payload: 1, nowMs: 0 }),
+          ).toEqual({ kind: 'late', state: 'complete' });
+        }
+      }),
+      { numRuns: 80 },
+    );
+  });
+
+  it('completes once when the inputs race in from many replicas', async () => {
+    const s = store();
+    const sources = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
+    const outcomes = await Promise.all(
+      sources.map((source) => s.add({ puid: 'race', source, pending: 7, payload: 0, nowMs: 0 })),
+    );
+    expect(outcomes.filter((o) => o.kind === 'complete')).toHaveLength(1);
+  });
+
+  it('hands an overdue join out once, as a partial, and refuses inputs after it', async () => {
+    const s = store(1_000);
+    await s.add({ puid: 'slow', source: 'a', pending: 2, payload: 'A', nowMs: 0 });
+    await s.add({ puid: 'slow', source: 'b', pending: 1, payload: 'B', nowMs: 10 });
+    expect(await s.due(999, 10)).toEqual([]);
+    const [first, second] = await Promise.all([s.due(1_000, 10), s.due(1_000, 10)]);
+    const claimed = [...first, ...second];
+    expect(claimed).toEqual([
+      { puid: 'slow', state: 'open', inputs: { a: 'A', b: 'B' }, missing: 1 },
+    ]);
+    // Not finished within its lease: due again (a replica died before handing it out).
+    expect(await s.due(1_499, 10)).toEqual([]);
+    expect(await s.due(1_500, 10)).toHaveLength(1);
+    await s.finish('slow');
+    expect(await s.due(5_000, 10)).toEqual([]);
+    expect(await s.add({ puid: 'slow', source: 'c', pending: 0, payload: 'C', nowMs: 20 })).toEqual(
+      {
+        kind: 'late',
+        state: 'partial',
+      },
+    );
+    expect(await s.get('slow')).toMatchObject({ state: 'partial', missing: 1 });
+  });
+
+  describe('as a function', () => {
+    let server: Listening;
+    let sink: Listening;
+    const received: Array<{ headers: IncomingHttpHeaders; body: unknown }> = [];
+    const clock = { now: 0 };
+
+    beforeAll(async () => {
+      sink = await listen(
+        createServer((req, res) => {
+          const chunks: Buffer[] = [];
+          req.on('data', (c: Buffer) => chunks.push(c));
+          req.on('end', () => {
+            received.push({
+              headers: req.headers,
+              body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown,
+            });
+            res.writeHead(202).end();
+          });
+        }),
+      );
+      const joiner = createJoiner({
+        node: 'ensemble',
+        store: createJoinStore(redis.client, {
+          node: 'ensemble',
+          deadlineMs: 1_000,
+          keepMs: 60_000,
+          leaseMs: 1_000,
+        }),
+        now: () => clock.now,
+        sink: createEventSink({ url: sink.url, source: '/test/joiner', attempts: 2 }),
+      });
+      server = await listen(
+        buildServer(joinerDefinition({ joiner, maxInputs: 4, readiness: [] }), {
+          telemetry: capturedTelemetry('joiner'),
+          bodyLimitBytes: 4096,
+          readinessTimeoutMs: 1000,
+        }),
+      );
+    });
+    afterAll(async () => {
+      await server.close();
+      await sink.close();
+    });
+
+    const input = (puid: string, source: string, pending: number, body: unknown) =>
+      fetch(`${server.url}/predict`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'mlgraph-puid': puid,
+          'mlgraph-source': source,
+          'mlgraph-pending-requests': String(pending),
+        },
+        body: JSON.stringify(body),
+      });
+
+    it('answers the completing input with the join, the others with an empty 202', async () => {
+      const first = await input('p1', 'small', 1, { y: 1 });
+      expect(first.status).toBe(202);
+      expect(await first.text()).toBe('');
+      const last = await input('p1', 'large', 0, { y: 2 });
+      expect(last.status).toBe(200);
+      expect(await last.json()).toEqual({
+        puid: 'p1',
+        partial: false,
+        missing: 0,
+        inputs: { large: { y: 2 }, small: { y: 1 } },
+      });
+    });
+
+    it('names the metadata a request gets wrong', async () => {
+      const noSource = await fetch(`${server.url}/predict`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'mlgraph-puid': 'p2' },
+        body: '{}',
+      });
+      expect(noSource.status).toBe(400);
+      expect(await noSource.text()).toContain('mlgraph-source');
+      const tooMany = await input('p2', 'a', 9, {});
+      expect(tooMany.status).toBe(400);
+      expect(await tooMany.text()).toContain('MLGRAPH_MAX_INPUTS');
+    });
+
+    it('answers partial events with a joined event once complete', async () => {
+      const event = (source: string, pending: number) =>
+        postEvent(
+          server.url,
+          eventTypes.graphPartial,
+          { from: source },
+          {
+            'ce-mlgraphpuid': 'e1',
+            'ce-mlgraphsource': source,
+            'ce-mlgraphpending': String(pending),
+          },
+        );
+      expect((await event('a', 1)).status).toBe(202);
+      const done = await event('b', 0);
+      expect(done.headers.get('ce-type')).toBe(eventTypes.graphJoined);
+      expect(done.headers.get('ce-mlgraphpuid')).toBe('e1');
+    });
+
+    it('sends an overdue join to the sink on the tick, once, and keeps it for GET', async () => {
+      await input('late-tx', 'small', 1, { y: 3 });
+      clock.now += 1_000;
+      expect((await postEvent(server.url, eventTypes.pingTick, {})).status).toBe(202);
+      expect((await postEvent(server.url, eventTypes.pingTick, {})).status).toBe(202);
+      expect(received).toHaveLength(1);
+      expect(received[0]!.headers).toMatchObject({
+        'ce-type': eventTypes.graphJoined,
+        'ce-id': 'ensemble:late-tx:partial',
+        'ce-mlgraphpuid': 'late-tx',
+      });
+      expect(received[0]!.body).toEqual({
+        puid: 'late-tx',
+        partial: true,
+        missing: 1,
+        inputs: { small: { y: 3 } },
+      });
+      const kept = await fetch(`${server.url}/joins/late-tx`);
+      expect(await kept.json()).toMatchObject({ state: 'partial', partial: true });
+      expect((await fetch(`${server.url}/joins/nothing`)).status).toBe(404);
+    });
+  });
+
+  it('needs a node name', () => {
+    expect(() => loadJoinerConfig({})).toThrow(/MLGRAPH_NODE: required/);
+    expect(loadJoinerConfig({ K_SERVICE: 'ensemble' })).toMatchObject({
+      node: 'ensemble',
+      deadlineMs: 2_000,
+      maxInputs: 16,
+    });
+  });
+});
