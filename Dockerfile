@@ -22,6 +22,9 @@ COPY --from=build --chown=root:root /app/node_modules ./node_modules
 COPY --from=build --chown=root:root /app/dist/bundle ./dist/bundle
 # The trained models (npm run models); workers load them by file:// URL under /app/models.
 COPY models ./models
+# The ASET scenario (topologies, variants, apps) aset-scheduler reads at start-up, under
+# /app/data/aset; its network's card pins these files, so they ship with the models.
+COPY data/aset ./data/aset
 # The code is owned by root and read-only to the user the process runs as.
 USER node
 EXPOSE 8080

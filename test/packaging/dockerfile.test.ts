@@ -1,10 +1,12 @@
 /**
  * No Docker engine runs here, so the Dockerfile is checked statically: every file it copies
  * exists, the build emits the entry point it runs (test/bin runs that bundle), dev dependencies
- * are pruned, and the final stage runs as a non-root user.
+ * are pruned, the final stage runs as a non-root user, and the data files functions read at run
+ * time are where their settings look for them.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import { loadAsetSchedulerConfig } from '../../shared/aset/index.js';
 
 const root = new URL('../../', import.meta.url);
 const text = readFileSync(new URL('Dockerfile', root), 'utf8');
@@ -59,5 +61,28 @@ describe('Dockerfile', () => {
     expect(readFileSync(new URL('.npmrc', root), 'utf8')).toMatch(
       /^onnxruntime-node-install=skip$/m,
     );
+  });
+
+  it('ships the scenario and the networks aset-scheduler reads, where it looks for them', () => {
+    const runtime = stages[1] ?? '';
+    const workdir = /^WORKDIR (\S+)$/m.exec(runtime)?.[1];
+    expect(workdir, 'the runtime stage sets WORKDIR').toBe('/app');
+    // Copied from the build context, not from the build stage (which never sees them).
+    expect(runtime).toMatch(/^COPY data\/aset \.\/data\/aset$/m);
+    expect(runtime).toMatch(/^COPY models \.\/models$/m);
+    // The defaults resolve against the working directory the process starts in.
+    const settings = loadAsetSchedulerConfig({ ASET_TOPOLOGY: 'full-edge' }, workdir);
+    expect(settings.dataDir.pathname).toBe('/app/data/aset/');
+    expect(settings.modelsDir.pathname).toBe('/app/models/');
+    // Nothing the image copies may be left out of the build context.
+    const ignored = readFileSync(new URL('.dockerignore', root), 'utf8')
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line !== '' && !line.startsWith('#'));
+    for (const pattern of ignored) {
+      expect(pattern, '.dockerignore must keep data/ and models/').not.toMatch(
+        /^\/?(\*|data|models)(\/.*)?$/,
+      );
+    }
   });
 });

@@ -2,9 +2,11 @@
  * No cluster runs here, so the Knative wiring under knative/ is checked statically: every
  * manifest parses and is listed by the kustomization, permissions are exactly what each
  * component needs (no wildcards, no built-in admin roles, Secrets only in edgeai-system), each
- * Trigger routes only catalogued types to the one function that handles them, the sources and
- * their ServiceAccounts agree, each function's environment passes that function's own config
- * loader, and Redis takes only authenticated connections from the functions that use it. Field names were checked against Knative's API types; see docs/deploying.md.
+ * Trigger routes only catalogued types to the one function that handles them, each PingSource's
+ * ticks reach only the function it is the clock of, the sources and their ServiceAccounts agree,
+ * each function's environment passes that function's own config loader, and Redis takes only
+ * authenticated connections from the functions that use it. Field names were checked against
+ * Knative's API types; see docs/deploying.md.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -12,6 +14,13 @@ import { join, relative, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
+import {
+  asetSchedulerDefinition,
+  loadAsetSchedulerConfig,
+  loadScenario,
+  readTrainedNetwork,
+} from '../../shared/aset/index.js';
+import type { AsetScheduler } from '../../shared/aset/index.js';
 import { loadConfig } from '../../shared/config/index.js';
 import type { Env } from '../../shared/config/index.js';
 import { loadControllerConfig } from '../../shared/controller/index.js';
@@ -24,7 +33,12 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 const knativeDir = join(root, 'knative');
 const systemNamespace = 'edgeai-system';
 const image = 'edgeai';
-const functionNames = ['reconcile-tick', 'downstream-sync', 'upstream-status'] as const;
+const functionNames = [
+  'reconcile-tick',
+  'downstream-sync',
+  'upstream-status',
+  'aset-scheduler',
+] as const;
 type FunctionName = (typeof functionNames)[number];
 
 type Obj = Record<string, unknown>;
@@ -149,6 +163,8 @@ function envOf(m: Manifest): Obj[] {
  */
 const operatorSecrets: Record<string, readonly string[]> = {
   'edgeai-redis-auth': ['password', 'worker-password'],
+  // Optional (aset-scheduler's report route answers 403 without it).
+  'edgeai-aset-report-token': ['token'],
 };
 
 /** A Secret's key, from stringData or base64 data, as the kubelet would resolve it. */
@@ -177,8 +193,16 @@ function configMapValue(mapName: string, key: string): string | undefined {
   return isObj(data) && typeof data[key] === 'string' ? data[key] : undefined;
 }
 
-/** The environment a container would start with (Knative adds PORT). */
-function resolveEnv(env: readonly Obj[], where: string): Env {
+/**
+ * The environment a container would start with (Knative adds PORT). A reference marked
+ * `optional: true` is left unset, as the kubelet does when its Secret or ConfigMap is missing,
+ * unless `optionals` is "present" (the operator created them).
+ */
+function resolveEnv(
+  env: readonly Obj[],
+  where: string,
+  optionals: 'absent' | 'present' = 'absent',
+): Env {
   const resolved: Record<string, string> = { PORT: '8080' };
   for (const entry of env) {
     const key = String(entry['name']);
@@ -189,6 +213,8 @@ function resolveEnv(env: readonly Obj[], where: string): Env {
     const from = isObj(entry['valueFrom']) ? entry['valueFrom'] : {};
     const secret = from['secretKeyRef'];
     const map = from['configMapKeyRef'];
+    const ref = isObj(secret) ? secret : isObj(map) ? map : {};
+    if (ref['optional'] === true && optionals === 'absent') continue;
     const value = isObj(secret)
       ? secretValue(String(secret['name']), String(secret['key']))
       : isObj(map)
@@ -202,7 +228,8 @@ function resolveEnv(env: readonly Obj[], where: string): Env {
   return resolved;
 }
 
-const resolvedEnv = (m: Manifest): Env => resolveEnv(envOf(m), where(m));
+const resolvedEnv = (m: Manifest, optionals: 'absent' | 'present' = 'absent'): Env =>
+  resolveEnv(envOf(m), where(m), optionals);
 
 // --- RBAC -----------------------------------------------------------------------------------
 
@@ -277,6 +304,8 @@ const functionGrants: Record<FunctionName, Grant[]> = {
     ...grants('cluster', 'core/nodes', ['get']),
     ...grants(systemNamespace, 'core/secrets', ['get']),
   ],
+  // State in Redis only: it never calls the Kubernetes API.
+  'aset-scheduler': [],
 };
 
 // --- Eventing -------------------------------------------------------------------------------
@@ -287,11 +316,27 @@ const apiServerTypes: readonly string[] = [
   eventTypes.apiServerDelete,
 ];
 
+/**
+ * aset-scheduler's definition, for the event types it declares. Its handlers never run here,
+ * so no scheduler stands behind them.
+ */
+const asetDefinition = asetSchedulerDefinition({
+  scheduler: {} as AsetScheduler,
+  reportToken: undefined,
+  readiness: [],
+});
+
 /** The event types each function handles (its definition's onEvent list). */
 const functionEvents: Record<FunctionName, string[]> = {
   'reconcile-tick': [eventTypes.pingTick, ...apiServerTypes],
   'downstream-sync': [...apiServerTypes],
   'upstream-status': [eventTypes.workerStatusReported],
+  'aset-scheduler': asetDefinition.events.map((e) => e.type),
+};
+
+/** The event types each function answers with (reply events the Broker re-ingests). */
+const functionReplies: Partial<Record<FunctionName, string[]>> = {
+  'aset-scheduler': asetDefinition.events.flatMap((e) => e.replies),
 };
 
 /** What each function's ApiServerSource must watch: "<apiVersion> <Kind>[ <selector>]". */
@@ -345,6 +390,14 @@ const filterValue = (trigger: Manifest, attribute: string): string | undefined =
 };
 
 const subscriberOf = (trigger: Manifest) => str(trigger, 'spec.subscriber.ref.name');
+
+/** Whether the Broker hands an event with these attributes to the Trigger (every filter equal). */
+const triggerMatches = (trigger: Manifest, attributes: Readonly<Record<string, string>>) =>
+  exactFilters(trigger).every(([key, value]) => attributes[key] === value);
+
+/** A PingSource's CloudEvent source attribute (sources/v1 PingSourceSource). */
+const pingSourceSource = (ping: Manifest) =>
+  `/apis/v1/namespaces/${String(namespace(ping))}/pingsources/${name(ping)}`;
 
 function watchesOf(source: Manifest): string[] {
   return objects(source, 'spec.resources').map((r) => {
@@ -495,10 +548,29 @@ describe('RBAC', () => {
       [...new Set(functionGrants[fn])].sort(),
     );
   });
+
+  it('gives aset-scheduler a ServiceAccount that mounts no token and is bound to no role', () => {
+    const ksvc = knativeService('aset-scheduler');
+    const sa = str(ksvc, 'spec.template.spec.serviceAccountName');
+    expect(sa).toBe('edgeai-aset-scheduler');
+    const [account, ...more] = ofKind('ServiceAccount').filter((m) => name(m) === sa);
+    expect(more, `one ServiceAccount ${sa}`).toEqual([]);
+    expect(account, `ServiceAccount ${sa}`).toBeDefined();
+    expect(field(account!, 'automountServiceAccountToken'), `${sa}: no token`).toBe(false);
+    // The pod says so too (Knative accepts only false here), whatever the account says later.
+    expect(field(ksvc, 'spec.template.spec.automountServiceAccountToken'), 'pod: no token').toBe(
+      false,
+    );
+    const bound = bindings().filter((b) =>
+      objects(b, 'subjects').some((s) => s['kind'] === 'ServiceAccount' && s['name'] === sa),
+    );
+    expect(bound.map(where), `${sa} is a subject of no binding`).toEqual([]);
+    expect(grantsOf(sa)).toEqual([]);
+  });
 });
 
 describe('Knative Services', () => {
-  it('are exactly the three control-plane functions', () => {
+  it('are exactly the control-plane functions', () => {
     expect(knativeServices().map(name).sort()).toEqual([...functionNames].sort());
   });
 
@@ -520,9 +592,23 @@ describe('Knative Services', () => {
       const labels = field(knativeService(fn), 'metadata.labels');
       return isObj(labels) ? labels['networking.knative.dev/visibility'] : undefined;
     };
-    expect(visibility('reconcile-tick'), 'reconcile-tick is cluster-local').toBe('cluster-local');
-    expect(visibility('downstream-sync'), 'downstream-sync is cluster-local').toBe('cluster-local');
+    for (const fn of functionNames.filter((f) => f !== 'upstream-status')) {
+      expect(visibility(fn), `${fn} is cluster-local`).toBe('cluster-local');
+    }
     expect(visibility('upstream-status'), 'edge nodes must reach upstream-status').toBeUndefined();
+  });
+
+  it('keeps one aset-scheduler replica warm, and lets it scale out', () => {
+    const annotations = field(
+      knativeService('aset-scheduler'),
+      'spec.template.metadata.annotations',
+    );
+    expect(annotations, 'revision annotations').toMatchObject({
+      'autoscaling.knative.dev/min-scale': '1',
+    });
+    // Replicas share their state in Redis; unlike reconcile-tick it is not capped at one.
+    const maxScale = isObj(annotations) ? annotations['autoscaling.knative.dev/max-scale'] : '?';
+    expect(maxScale, 'no max-scale').toBeUndefined();
   });
 
   it.each(functionNames)('run %s from the one image, as a non-root user, with probes', (fn) => {
@@ -578,9 +664,44 @@ describe('Knative Services', () => {
     expect(loadUpstreamConfig(status).tokenNamespace, 'node tokens are in edgeai-system').toBe(
       systemNamespace,
     );
-    for (const env of [sync, status]) {
+    for (const env of [sync, status, resolvedEnv(knativeService('aset-scheduler'))]) {
       expect(env['REDIS_URL']).toBe('redis://edgeai-redis.edgeai-system.svc.cluster.local:6379');
     }
+  });
+
+  it('gives aset-scheduler its topology, and the report token only from an optional Secret', () => {
+    const m = knativeService('aset-scheduler');
+    const token = envOf(m).find((e) => e['name'] === 'ASET_REPORT_TOKEN');
+    expect(token?.['valueFrom'], 'ASET_REPORT_TOKEN').toEqual({
+      secretKeyRef: { name: 'edgeai-aset-report-token', key: 'token', optional: true },
+    });
+    expect(ofKind('Secret').map(name), 'no token in git').not.toContain('edgeai-aset-report-token');
+
+    // Without the Secret the pod still starts, and the report route answers 403.
+    const without = resolvedEnv(m);
+    expect(() => loadConfig(without), 'runtime config').not.toThrow();
+    const settings = loadAsetSchedulerConfig(without, '/app');
+    expect(settings.topology).toBe('full-edge');
+    expect(settings.reportToken).toBeUndefined();
+    expect(settings.endpointTemplate, 'ASET_ENDPOINT_TEMPLATE is left unset').toBeUndefined();
+    expect(settings.windowMs, 'T').toBe(25_000);
+    // Where the image puts them (WORKDIR /app; test/packaging/dockerfile.test.ts).
+    expect(settings.dataDir.href).toBe('file:///app/data/aset/');
+    expect(settings.modelsDir.href).toBe('file:///app/models/');
+    // With the Secret, its token is the one the monitoring agents must present.
+    const withToken = resolvedEnv(m, 'present');
+    expect(loadAsetSchedulerConfig(withToken, '/app').reportToken).toBe(
+      '<edgeai-aset-report-token/token>',
+    );
+  });
+
+  it('deploys an aset-scheduler topology whose trained network matches the shipped scenario', async () => {
+    // The repository root stands for /app: the image copies data/aset and models there as is.
+    const settings = loadAsetSchedulerConfig(resolvedEnv(knativeService('aset-scheduler')), root);
+    const scenario = await loadScenario(settings.dataDir, settings.topology);
+    expect(scenario.topology.name).toBe(settings.topology);
+    // Refuses a missing network, or one trained on other scenario data, as the function would.
+    expect(() => readTrainedNetwork(settings.modelsDir, scenario)).not.toThrow();
   });
 });
 
@@ -658,19 +779,74 @@ describe('eventing', () => {
     }
   });
 
-  it('ticks reconcile-tick every minute from its own PingSource', () => {
+  it('ticks each function that handles ticks every minute from its own PingSource, and no other', () => {
     const pings = pingSources();
-    expect(pings).toHaveLength(1);
-    const ping = pings[0]!;
-    expect(str(ping, 'spec.schedule'), 'every minute').toBe('* * * * *');
-    sinkIsTheBroker(ping);
+    const ticked = functionNames.filter((fn) => functionEvents[fn].includes(eventTypes.pingTick));
+    expect(ticked).toEqual(['reconcile-tick', 'aset-scheduler']);
+    // One PingSource per ticked function, named after it.
+    expect(pings.map(name).sort()).toEqual([...ticked].sort());
+    for (const ping of pings) {
+      expect(str(ping, 'spec.schedule'), `${where(ping)}: every minute`).toBe('* * * * *');
+      sinkIsTheBroker(ping);
+      // The Broker hands this PingSource's ticks to exactly one Trigger, its function's.
+      const tick = { type: eventTypes.pingTick, source: pingSourceSource(ping) };
+      const reached = triggers().filter((t) => triggerMatches(t, tick));
+      expect(reached.map(subscriberOf), `${where(ping)}: its ticks reach`).toEqual([name(ping)]);
+    }
     const pingTriggers = triggers().filter((t) => filterValue(t, 'type') === eventTypes.pingTick);
-    expect(pingTriggers.map(subscriberOf)).toEqual(['reconcile-tick']);
-    // PingSource's CloudEvent source attribute (sources/v1 PingSourceSource).
-    expect(
-      filterValue(pingTriggers[0]!, 'source'),
-      'the tick Trigger selects this PingSource',
-    ).toBe(`/apis/v1/namespaces/${systemNamespace}/pingsources/${name(ping)}`);
+    expect(pingTriggers.map(subscriberOf).sort()).toEqual([...ticked].sort());
+    for (const trigger of pingTriggers) {
+      // Without a source filter a Trigger would take every PingSource's ticks.
+      expect(filterValue(trigger, 'source'), `${where(trigger)}: filters on source`).toBe(
+        `/apis/v1/namespaces/${systemNamespace}/pingsources/${subscriberOf(trigger)}`,
+      );
+    }
+  });
+
+  it("sends aset-scheduler the ticks of the aset-scheduler PingSource, not reconcile-tick's", () => {
+    const byName = (n: string) => pingSources().find((p) => name(p) === n);
+    const aset = byName('aset-scheduler');
+    const reconcile = byName('reconcile-tick');
+    expect(aset, 'PingSource aset-scheduler').toBeDefined();
+    expect(reconcile, 'PingSource reconcile-tick').toBeDefined();
+    const [trigger, ...more] = triggers().filter(
+      (t) => subscriberOf(t) === 'aset-scheduler' && filterValue(t, 'type') === eventTypes.pingTick,
+    );
+    expect(more, 'one tick Trigger for aset-scheduler').toEqual([]);
+    expect(trigger, 'a tick Trigger for aset-scheduler').toBeDefined();
+    expect(filterValue(trigger!, 'source')).toBe(
+      '/apis/v1/namespaces/edgeai-system/pingsources/aset-scheduler',
+    );
+    expect(filterValue(trigger!, 'source')).toBe(pingSourceSource(aset!));
+    const tickOf = (ping: Manifest) => ({
+      type: eventTypes.pingTick,
+      source: pingSourceSource(ping),
+    });
+    expect(triggerMatches(trigger!, tickOf(aset!))).toBe(true);
+    expect(triggerMatches(trigger!, tickOf(reconcile!)), "not reconcile-tick's ticks").toBe(false);
+  });
+
+  it("routes aset-scheduler's stream and report events to it, and its replies elsewhere", () => {
+    const types = [
+      eventTypes.streamRequested,
+      eventTypes.streamEnded,
+      eventTypes.workerResponsesReported,
+    ];
+    for (const type of types) {
+      const reached = triggers().filter((t) => triggerMatches(t, { type, source: '/client' }));
+      expect(reached.map(subscriberOf), `${type} reaches`).toEqual(['aset-scheduler']);
+    }
+    expect([...(functionReplies['aset-scheduler'] ?? [])].sort()).toEqual(
+      [eventTypes.streamBound, eventTypes.streamRejected].sort(),
+    );
+    // A reply that reached a Trigger of its own sender would loop through the Broker; the bound
+    // and rejected answers are for the clients (no Trigger here takes them).
+    for (const [fn, replies] of Object.entries(functionReplies)) {
+      for (const type of replies ?? []) {
+        const reached = triggers().filter((t) => triggerMatches(t, { type, source: `/${fn}` }));
+        expect(reached.map(subscriberOf), `${fn}'s reply ${type} reaches`).not.toContain(fn);
+      }
+    }
   });
 
   it('runs each ApiServerSource in Resource mode, cluster-wide, as a ServiceAccount that can watch exactly what it watches', () => {
@@ -783,7 +959,7 @@ describe('Redis', () => {
     const [rule, ...otherRules] = objects(policy!, 'spec.ingress');
     expect(otherRules).toEqual([]);
     const users = functionNames.filter((fn) => resolvedEnv(knativeService(fn))['REDIS_URL']);
-    expect(users).toEqual(['downstream-sync', 'upstream-status']);
+    expect(users).toEqual(['downstream-sync', 'upstream-status', 'aset-scheduler']);
     expect(rule!['from']).toEqual([
       {
         podSelector: {

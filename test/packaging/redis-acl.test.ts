@@ -1,12 +1,14 @@
 /**
  * The edge workers' Redis user, exactly as knative/redis/deployment.yaml defines it, on a real
  * redis-server: the worker's own code (task reload, offload budget, shared event answers) works
- * through it, and what a worker in a user's namespace must not do is refused.
+ * through it, and what a worker in a user's namespace must not do is refused (aset-scheduler's
+ * shared state included).
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { createBindingStore } from '../../shared/aset/index.js';
 import {
   createBudget,
   createMiner,
@@ -139,6 +141,33 @@ describe('the edge-worker Redis user of knative/redis', () => {
       worker.flushall(),
       worker.call('CONFIG', 'GET', 'requirepass'),
       worker.call('ACL', 'LIST'),
+    ];
+    for (const result of await Promise.allSettled(refused)) {
+      expect(result.status).toBe('rejected');
+      expect(String((result as PromiseRejectedResult).reason)).toMatch(/NOPERM/);
+    }
+  });
+
+  it("keeps aset-scheduler's state, which it reaches as the default user, out of a worker's reach", async () => {
+    // aset-scheduler connects as the control-plane functions do: the default user's password.
+    const store = createBindingStore(admin, {
+      topology: 'full-edge',
+      workers: 2,
+      tombstoneMs: 60_000,
+      dedupeSeconds: 60,
+    });
+    expect(await store.window(1_000_000, 25_000)).toEqual({ kind: 'started', startMs: 1_000_000 });
+    expect(
+      await store.addResponses({ source: '/agent', id: 'r1' }, [{ worker: 0, responses: 5 }]),
+    ).toBe(true);
+    expect(await admin.exists('aset:{aset:full-edge}:window')).toBe(1);
+    const refused = [
+      worker.hgetall('aset:{aset:full-edge}:bindings'),
+      worker.hset('aset:{aset:full-edge}:workers', '0:v0', '0'),
+      worker.get('aset:{aset:full-edge}:window'),
+      worker.del('aset:{aset:full-edge}:window'),
+      worker.eval("return redis.call('DEL', KEYS[1])", 1, 'aset:{aset:full-edge}:ended'),
+      worker.set('seen:{aset:full-edge}:6:/agent:r2', '1'),
     ];
     for (const result of await Promise.allSettled(refused)) {
       expect(result.status).toBe('rejected');
