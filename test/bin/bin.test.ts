@@ -230,6 +230,61 @@ describe('bin', () => {
     }
   }, 30_000);
 
+  it.each([
+    [
+      'router',
+      { MLGRAPH_CHILDREN: 'small,large', MLGRAPH_ROUTE: '{"kind":"thompson"}' },
+      {},
+      (answer: Response) =>
+        expect(['small', 'large']).toContain(answer.headers.get('mlgraph-route')),
+    ],
+    [
+      'joiner',
+      {},
+      { 'mlgraph-source': 'small', 'mlgraph-pending-requests': '0' },
+      async (answer: Response) =>
+        expect(await answer.json()).toMatchObject({ puid: 'bin-1', partial: false }),
+    ],
+  ] as const)(
+    'the bundle serves %s with its settings from the environment',
+    async (target, env, headers, check) => {
+      const redis = await testRedis();
+      const port = await freePort();
+      const child = spawn('node', [entries.bundle], {
+        cwd: tmpdir(),
+        stdio: ['ignore', 'pipe', 'inherit'],
+        env: {
+          PATH: process.env['PATH'],
+          FUNCTION_TARGET: target,
+          PORT: String(port),
+          REDIS_URL: redis.url,
+          REDIS_KEY_PREFIX: redis.prefix,
+          K_SERVICE: `${target}-node`,
+          LOG_LEVEL: 'warn',
+          ...env,
+        },
+      });
+      try {
+        let answer: Response | undefined;
+        for (let i = 0; i < 100 && answer === undefined; i++) {
+          await sleep(100);
+          answer = await fetch(`http://127.0.0.1:${port}/predict`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/json', 'mlgraph-puid': 'bin-1', ...headers },
+            body: JSON.stringify({ instances: [1] }),
+          }).catch(() => undefined);
+        }
+        expect(answer?.status).toBe(200);
+        await check(answer!);
+      } finally {
+        child.kill('SIGTERM');
+        await once(child, 'exit');
+        await redis.close();
+      }
+    },
+    30_000,
+  );
+
   it('dev-apiserver serves client-node through the kubeconfig it writes, and keeps a snapshot', async () => {
     const config = join(outDir, 'kubeconfig');
     const snapshot = join(outDir, 'snapshot.json');
