@@ -120,12 +120,22 @@ function createAsetScheduler(deps: SchedulerDeps): AsetScheduler {
     byTask.set(worker.model.task, list);
   }
   let initial: Promise<PolicyName> | undefined;
-  /** The choice before any window has been observed (the same on every replica). */
-  const initialPolicy = () => (initial ??= Promise.resolve(controller.choose(undefined)));
+  /**
+   * The choice before any window has been observed (the same on every replica). If the controller
+   * fails there, the paper's first policy stands in, as in the simulator, and the next call tries
+   * the controller again.
+   */
+  const initialPolicy = () =>
+    (initial ??= (async () => controller.choose(undefined))().catch((error: unknown) => {
+      deps.onChoiceError?.(error);
+      initial = undefined;
+      return policyNames[0];
+    }));
 
   async function choose(previous: SimulationWindow | undefined): Promise<PolicyName | undefined> {
+    if (previous === undefined) return initialPolicy();
     try {
-      return await (previous === undefined ? initialPolicy() : controller.choose(previous));
+      return await controller.choose(previous);
     } catch (error) {
       deps.onChoiceError?.(error);
       return undefined;

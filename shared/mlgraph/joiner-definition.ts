@@ -20,7 +20,10 @@ function joinerDefinition(deps: {
   joiner: Joiner;
   maxInputs: number;
   readiness: readonly ReadinessCheck[];
-  /** Called after each input; sweeps overdue joins now and then (the tick alone is once a minute). */
+  /**
+   * Started after each input, not awaited, so it must not reject (`sweepEvery`): sweeps overdue
+   * joins now and then, since the tick comes once a minute.
+   */
   afterInput?(): Promise<void>;
   onLate?(outcome: Extract<AddOutcome, { kind: 'late' }>): void;
 }): FunctionDefinition {
@@ -41,7 +44,8 @@ function joinerDefinition(deps: {
   async function add(input: ReturnType<typeof metadata> & { payload: unknown }) {
     const outcome = await joiner.add(input);
     if (outcome.kind === 'late') deps.onLate?.(outcome);
-    await deps.afterInput?.();
+    // Not awaited: handing out overdue joins (a sink that may be slow) is not this input's work.
+    void deps.afterInput?.();
     return outcome;
   }
   return defineFunction({

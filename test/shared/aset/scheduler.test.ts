@@ -179,6 +179,42 @@ describe('aset scheduler', () => {
     expect((await scheduler.status()).policy).toBe('farthest');
   });
 
+  it('keeps scheduling when the meta-policy fails: the first policy, then the one in force', async () => {
+    const errors: unknown[] = [];
+    let calls = 0;
+    const clock = { now: 0 };
+    const scheduler = createAsetScheduler({
+      topology,
+      store: createBindingStore(redis.client, {
+        topology: `tiny-${(topologyName += 1)}`,
+        workers: topology.workers.length,
+        tombstoneMs: 60_000,
+        dedupeSeconds: 3600,
+      }),
+      controller: {
+        name: 'flaky',
+        choose(previous) {
+          calls += 1;
+          if (calls === 1 || calls === 3) throw new Error('onnxruntime failed');
+          return previous === undefined ? 'cheaper' : 'farthest';
+        },
+      },
+      windowMs: 1_000,
+      leaseGraceMs: 0,
+      now: () => clock.now,
+      uniform: () => 0.5,
+      onChoiceError: (error) => errors.push(error),
+    });
+    expect((await scheduler.tick()).policy).toBe('closest');
+    clock.now += 1_000;
+    expect((await scheduler.tick()).policy).toBe('farthest');
+    clock.now += 1_000;
+    // The third choice fails: the window keeps what was in force.
+    expect((await scheduler.tick()).policy).toBe('farthest');
+    expect((await scheduler.status()).policy).toBe('farthest');
+    expect(errors).toHaveLength(2);
+  });
+
   it('rolls a window once, however many replicas find it due', async () => {
     const { replica, clock, seen } = setup(['closest', 'farthest', 'cheaper'], {
       windowMs: 1_000,
