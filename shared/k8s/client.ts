@@ -12,6 +12,7 @@ import {
   KubeConfig,
   PatchStrategy,
   VersionApi,
+  Watch,
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import {
@@ -255,5 +256,69 @@ function createKube(config: KubeConfig): Kube {
   };
 }
 
-export { loadKubeConfig, createKube };
-export type { Kube, KubeObject, ObjectRef };
+type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+/** One watch request: the changes after `resourceVersion`, until the server or `stop` ends it. */
+interface KubeWatch {
+  watch(
+    kind: KindName,
+    options: { namespace?: string; labelSelector?: string; resourceVersion: string },
+    onChange: (type: WatchEventType, object: KubeObject) => void,
+    /** Called once when the watch ends: undefined for a normal close, else why. */
+    done: (err: Error | undefined) => void,
+  ): Promise<{ stop(): void }>;
+}
+
+/**
+ * Raw watches (client-node's Watch). A watch ends when the server closes it (its timeout, a
+ * restart) or with an ERROR event (410 Gone when `resourceVersion` is too old): the caller lists
+ * again and watches from there (shared/k8s/informer.ts).
+ */
+function createKubeWatch(config: KubeConfig): KubeWatch {
+  const watcher = new Watch(config);
+  return {
+    async watch(kindName, options, onChange, done) {
+      const kind = kinds[kindName];
+      const base =
+        kind.group === '' ? `/api/${kind.version}` : `/apis/${kind.group}/${kind.version}`;
+      const path =
+        options.namespace === undefined
+          ? `${base}/${kind.plural}`
+          : `${base}/namespaces/${options.namespace}/${kind.plural}`;
+      let ended = false;
+      const end = (err: Error | undefined) => {
+        if (ended) return;
+        ended = true;
+        done(err);
+      };
+      const controller = await guard(() =>
+        watcher.watch(
+          path,
+          {
+            resourceVersion: options.resourceVersion,
+            labelSelector: options.labelSelector,
+            allowWatchBookmarks: false,
+          },
+          (phase: string, object: unknown) => {
+            if (phase === 'ADDED' || phase === 'MODIFIED' || phase === 'DELETED') {
+              onChange(phase, object as KubeObject);
+            } else if (phase === 'ERROR') {
+              const status = object as { code?: number; message?: string };
+              end(new Error(`watch ${kind.plural}: ${status.code ?? '?'} ${status.message ?? ''}`));
+            }
+          },
+          (err: unknown) => end(err === null || err === undefined ? undefined : classify(err)),
+        ),
+      );
+      return {
+        stop() {
+          ended = true;
+          controller.abort();
+        },
+      };
+    },
+  };
+}
+
+export { loadKubeConfig, createKube, createKubeWatch };
+export type { Kube, KubeObject, ObjectRef, KubeWatch, WatchEventType };

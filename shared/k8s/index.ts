@@ -1,8 +1,10 @@
 /** Kubernetes access: the kinds the control plane uses and the client-node adapter. */
 export { kinds, apiVersion } from './kinds.js';
-export { loadKubeConfig, createKube } from './client.js';
+export { loadKubeConfig, createKube, createKubeWatch } from './client.js';
+export { inform } from './informer.js';
 export { meteredKube } from './metered.js';
 export { findObject } from './find.js';
 export type { Kind, KindName } from './kinds.js';
-export type { Kube, KubeObject, ObjectRef } from './client.js';
+export type { Kube, KubeObject, ObjectRef, KubeWatch, WatchEventType } from './client.js';
+export type { Informer } from './informer.js';
 export type { Verb } from './metered.js';

@@ -1,0 +1,110 @@
+/**
+ * The informer against the development API server through client-node: the first list, live
+ * changes, and what happened while no watch was open (reported from a fresh list).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createKubeWatch, inform, loadKubeConfig } from '../../../shared/k8s/index.js';
+import type { KubeWatch, WatchEventType } from '../../../shared/k8s/index.js';
+import { startApiServer } from '../../support/apiserver.js';
+import type { TestApiServer } from '../../support/apiserver.js';
+
+const model = (name: string, url = 'file:///m.onnx') => ({
+  metadata: { name, namespace: 'ns' },
+  spec: { url, format: 'onnx' },
+});
+
+async function until(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 200; i += 1) {
+    if (check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('informer', () => {
+  let api: TestApiServer;
+  let watch: KubeWatch;
+  beforeAll(async () => {
+    api = await startApiServer();
+    watch = createKubeWatch(loadKubeConfig({ KUBECONFIG: api.kubeconfigFile }));
+  });
+  afterAll(() => api.close());
+
+  it('reports the first list, then every change', async () => {
+    await api.kube.create('model', 'ns', model('before'));
+    const seen: Array<[WatchEventType, string]> = [];
+    const informer = inform({ kube: api.kube, watch }, 'model', { namespace: 'ns' }, (type, o) =>
+      seen.push([type, o.metadata.name ?? '']),
+    );
+    await informer.synced;
+    expect(seen).toEqual([['ADDED', 'before']]);
+    await api.kube.create('model', 'ns', model('after'));
+    await api.kube.patch(
+      { kind: 'model', namespace: 'ns', name: 'before' },
+      { spec: { url: 'file:///n.onnx' } },
+    );
+    await api.kube.delete({ kind: 'model', namespace: 'ns', name: 'after' });
+    await until(() => seen.length === 4, 'three changes');
+    expect(seen.slice(1)).toEqual([
+      ['ADDED', 'after'],
+      ['MODIFIED', 'before'],
+      ['DELETED', 'after'],
+    ]);
+    informer.stop();
+  });
+
+  it('relists after its watch ends and reports the difference', async () => {
+    let end: (() => void) | undefined;
+    let opened = 0;
+    const closable: KubeWatch = {
+      async watch(kind, options, onChange, done) {
+        opened += 1;
+        // The first watch swallows every change, as if the connection had dropped.
+        const inner = await watch.watch(kind, options, opened === 1 ? () => {} : onChange, done);
+        end = () => {
+          inner.stop();
+          done(undefined);
+        };
+        return inner;
+      },
+    };
+    await api.kube.create('model', 'resync', {
+      metadata: { name: 'a', namespace: 'resync' },
+      spec: { url: 'file:///a', format: 'onnx' },
+    });
+    await api.kube.create('model', 'resync', {
+      metadata: { name: 'b', namespace: 'resync' },
+      spec: { url: 'file:///b', format: 'onnx' },
+    });
+    const seen: Array<[WatchEventType, string]> = [];
+    const informer = inform(
+      { kube: api.kube, watch: closable },
+      'model',
+      { namespace: 'resync' },
+      (type, o) => seen.push([type, o.metadata.name ?? '']),
+      { retryMs: 10 },
+    );
+    await informer.synced;
+    await until(() => end !== undefined, 'the first watch');
+    await api.kube.delete({ kind: 'model', namespace: 'resync', name: 'a' });
+    await api.kube.patch(
+      { kind: 'model', namespace: 'resync', name: 'b' },
+      { spec: { url: 'file:///b2' } },
+    );
+    await api.kube.create('model', 'resync', {
+      metadata: { name: 'c', namespace: 'resync' },
+      spec: { url: 'file:///c', format: 'onnx' },
+    });
+    end!();
+    await until(() => seen.length === 5, 'the resync');
+    expect(seen).toEqual([
+      ['ADDED', 'a'],
+      ['ADDED', 'b'],
+      ['MODIFIED', 'b'],
+      ['ADDED', 'c'],
+      ['DELETED', 'a'],
+    ]);
+    await until(() => opened === 2, 'a second watch');
+    informer.stop();
+  });
+});
