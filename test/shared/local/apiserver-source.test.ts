@@ -1,0 +1,104 @@
+/**
+ * The local ApiServerSource from the repository's own knative/eventing/apiserversources.yaml,
+ * against the development API server: what each source watches, and the events it sends.
+ */
+import { readFileSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SinkEvent } from '../../../shared/events/index.js';
+import { createKubeWatch, loadKubeConfig } from '../../../shared/k8s/index.js';
+import {
+  parseApiServerSources,
+  startApiServerSources,
+} from '../../../shared/local/apiserver-source.js';
+import { startApiServer } from '../../support/apiserver.js';
+import type { TestApiServer } from '../../support/apiserver.js';
+import { helmetDetectionSample } from '../../support/samples.js';
+
+const yaml = readFileSync(
+  new URL('../../../knative/eventing/apiserversources.yaml', import.meta.url),
+  'utf8',
+);
+
+async function until(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 200; i += 1) {
+    if (check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('local ApiServerSource', () => {
+  let api: TestApiServer;
+  const sent: Array<{ url: string; event: SinkEvent }> = [];
+  let stop: () => void = () => {};
+  beforeAll(async () => {
+    api = await startApiServer();
+    const sources = parseApiServerSources([yaml]);
+    expect(sources.map((s) => s.metadata.name)).toEqual(['reconcile-tick', 'downstream-sync']);
+    const started = await startApiServerSources({
+      sources,
+      kube: api.kube,
+      watch: createKubeWatch(loadKubeConfig({ KUBECONFIG: api.kubeconfigFile })),
+      serverUrl: api.url,
+      brokerUrl: (namespace, name) => `http://broker/${namespace}/${name}`,
+      sinkFor: (url) => (event) => {
+        sent.push({ url, event });
+        return Promise.resolve();
+      },
+    });
+    stop = () => started.stop();
+  });
+  afterAll(async () => {
+    stop();
+    await api.close();
+  });
+
+  it('sends a JointInferenceService change to the Broker once per source, marked for its function', async () => {
+    const sample = helmetDetectionSample();
+    await api.kube.create('jointInferenceService', 'default', {
+      ...sample,
+      metadata: { name: 'demo', namespace: 'default' },
+    });
+    await until(() => sent.length >= 2, 'two add events');
+    const adds = sent.filter((s) => s.event.subject?.endsWith('/jointinferenceservices/demo'));
+    expect(adds.map((s) => s.event.extensions?.['edgeaiwatch']).sort()).toEqual([
+      'reconcile',
+      'sync',
+    ]);
+    for (const { url, event } of adds) {
+      expect(url).toBe('http://broker/edgeai-system/default');
+      expect(event.type).toBe('dev.knative.apiserver.resource.add');
+      expect(event.subject).toBe(
+        '/apis/edgeai.io/v1alpha1/namespaces/default/jointinferenceservices/demo',
+      );
+      expect(event.data).toMatchObject({ metadata: { name: 'demo', namespace: 'default' } });
+    }
+    await api.kube.delete({ kind: 'jointInferenceService', namespace: 'default', name: 'demo' });
+    await until(
+      () =>
+        sent.filter((s) => s.event.type === 'dev.knative.apiserver.resource.delete').length === 2,
+      'two delete events',
+    );
+  });
+
+  it('watches only the Knative Services the controller labels', async () => {
+    const before = sent.length;
+    const ksvc = (name: string, labels: Record<string, string>) => ({
+      metadata: { name, namespace: 'default', labels },
+      spec: { template: { spec: { containers: [{ image: 'x' }] } } },
+    });
+    await api.kube.create('knativeService', 'default', ksvc('someone-elses', {}));
+    await api.kube.create(
+      'knativeService',
+      'default',
+      ksvc('demo-edge', { 'app.kubernetes.io/managed-by': 'edgeai' }),
+    );
+    await until(() => sent.length > before, 'the worker event');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const services = sent.slice(before).map((s) => s.event.subject);
+    expect(services).toEqual([
+      '/apis/serving.knative.dev/v1/namespaces/default/services/demo-edge',
+    ]);
+    expect(sent.at(-1)!.event.extensions).toEqual({ edgeaiwatch: 'reconcile' });
+  });
+});
