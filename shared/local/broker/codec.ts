@@ -1,0 +1,129 @@
+/**
+ * The broker's view of an event: its attributes as strings and its data as the bytes it came
+ * with, so that what a subscriber receives is what the sender sent (id, time, data bytes), not a
+ * re-encoding. Decoding uses shared/events' decodeEvent (both HTTP modes, required attributes
+ * checked); encoding writes binary mode. encodeBinary in shared/events cannot forward an event
+ * (it makes a new id and time), so the header encoding below repeats its percent-encoding rule.
+ */
+import type { IncomingHttpHeaders } from 'node:http';
+import { decodeEvent, parseMediaType } from '../../events/index.js';
+import type { IncomingEvent } from '../../events/index.js';
+
+/** An event in the broker. */
+interface BrokerEvent {
+  /**
+   * Context attributes and extensions, as strings: specversion, id, source, type, and whichever
+   * of subject, time, datacontenttype, dataschema and extensions the event has.
+   */
+  readonly attributes: Readonly<Record<string, string>>;
+  /** The data's bytes; empty when the event has none. */
+  readonly data: Buffer;
+}
+
+function isJsonType(contentType: string | undefined): boolean {
+  if (contentType === undefined) return true;
+  const essence = contentType.split(';', 1)[0]!.trim().toLowerCase();
+  return essence === 'application/json' || essence === 'text/json' || essence.endsWith('+json');
+}
+
+function asString(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') {
+    return String(value);
+  }
+  return JSON.stringify(value);
+}
+
+/**
+ * The broker event for a decoded event. `body` and `contentType` are the request's: in binary
+ * mode the body is the data as sent; in structured mode the data is taken from the envelope.
+ */
+function fromIncoming(
+  incoming: IncomingEvent,
+  body: Uint8Array,
+  contentType: string | undefined,
+): BrokerEvent {
+  const attributes: Record<string, string> = {
+    specversion: incoming.specversion,
+    id: incoming.id,
+    source: incoming.source,
+    type: incoming.type,
+  };
+  if (incoming.subject !== undefined) attributes['subject'] = incoming.subject;
+  if (incoming.time !== undefined) attributes['time'] = incoming.time;
+  if (incoming.dataschema !== undefined) attributes['dataschema'] = incoming.dataschema;
+  for (const [name, value] of Object.entries(incoming.extensions)) {
+    if (value !== undefined && value !== null) attributes[name] = asString(value);
+  }
+  let data: Buffer;
+  let datacontenttype = incoming.datacontenttype;
+  if (incoming.mode === 'binary') {
+    data = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+    datacontenttype = contentType ?? datacontenttype;
+  } else {
+    const value = incoming.data;
+    if (value === undefined) data = Buffer.alloc(0);
+    else if (value instanceof Uint8Array) data = Buffer.from(value);
+    else if (typeof value === 'string' && !isJsonType(datacontenttype))
+      data = Buffer.from(value, 'utf8');
+    else data = Buffer.from(JSON.stringify(value), 'utf8');
+    if (data.length > 0 && datacontenttype === undefined) datacontenttype = 'application/json';
+  }
+  if (datacontenttype !== undefined) attributes['datacontenttype'] = datacontenttype;
+  return { attributes, data };
+}
+
+function headerString(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
+/**
+ * Decodes the CloudEvent an HTTP message carries (request or response), or undefined when it
+ * carries none. Throws shared/errors' ValidationError (400) or UnsupportedMediaTypeError (415).
+ */
+function decodeHttpEvent(headers: IncomingHttpHeaders, body: Uint8Array): BrokerEvent | undefined {
+  const contentType = headerString(headers['content-type']);
+  const media = contentType === undefined ? undefined : parseMediaType(contentType, 'Content-Type');
+  const incoming = decodeEvent(headers, body, media);
+  return incoming === undefined ? undefined : fromIncoming(incoming, body, contentType);
+}
+
+const headerSafe = /^[\x21\x23\x24\x26-\x7e]*$/;
+
+/**
+ * Percent-encodes what the HTTP binding (CloudEvents 1.0.2, 3.1.3.2) says a header value must
+ * not carry raw: space, double quote, percent and anything outside printable ASCII (the rule
+ * shared/events applies to replies, which decodeEvent reverses).
+ */
+function headerValue(value: string): string {
+  if (headerSafe.test(value)) return value;
+  let out = '';
+  for (const char of value) {
+    if (headerSafe.test(char)) out += char;
+    else
+      for (const byte of Buffer.from(char, 'utf8'))
+        out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
+  }
+  return out;
+}
+
+/** The headers of the event in binary mode: ce-* for each attribute, Content-Type for data. */
+function binaryHeaders(event: BrokerEvent): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(event.attributes)) {
+    if (name === 'datacontenttype') headers['content-type'] = value;
+    else headers[`ce-${name}`] = headerValue(value);
+  }
+  return headers;
+}
+
+/** The event with one attribute set, or removed when `value` is undefined. */
+function withAttribute(event: BrokerEvent, name: string, value: string | undefined): BrokerEvent {
+  const attributes = { ...event.attributes };
+  if (value === undefined) delete attributes[name];
+  else attributes[name] = value;
+  return { attributes, data: event.data };
+}
+
+export { decodeHttpEvent, binaryHeaders, withAttribute, headerString };
+export type { BrokerEvent };

@@ -1,0 +1,76 @@
+/** Recording subscribers on ephemeral ports, the repository's eventing manifests, and waiting. */
+import { readdirSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
+import type { KReference } from '../../../../shared/local/broker/index.js';
+import { listen } from '../../../support/http.js';
+
+export interface Received {
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+export interface Answer {
+  status: number;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+export interface Subscriber {
+  url: string;
+  received: Received[];
+  /** How the next requests are answered (default: 202, empty). */
+  answer: (request: Received, n: number) => Answer;
+  close(): Promise<void>;
+}
+
+/** An HTTP server that records every request and answers with `answer`. */
+export async function subscriber(
+  answer: (request: Received, n: number) => Answer = () => ({ status: 202 }),
+): Promise<Subscriber> {
+  const received: Received[] = [];
+  const sub: Subscriber = { url: '', received, answer, close: async () => {} };
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const request = { headers: req.headers, body: Buffer.concat(chunks).toString('utf8') };
+      received.push(request);
+      const { status, headers = {}, body = '' } = sub.answer(request, received.length);
+      res.writeHead(status, { ...headers, 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    });
+  });
+  const listening = await listen(server);
+  sub.url = listening.url;
+  sub.close = () => listening.close();
+  return sub;
+}
+
+/** The contents of every knative/eventing/*.yaml file. */
+export function repositoryEventing(): string[] {
+  const dir = new URL('../../../../knative/eventing/', import.meta.url);
+  return readdirSync(dir)
+    .filter((name) => name.endsWith('.yaml'))
+    .sort()
+    .map((name) => readFileSync(new URL(name, dir), 'utf8'));
+}
+
+/** A resolver for Knative Services by name (serving.knative.dev/v1), any namespace. */
+export function servicesResolver(
+  urls: Record<string, string>,
+): (ref: KReference) => string | undefined {
+  return (ref) =>
+    ref.apiVersion === 'serving.knative.dev/v1' && ref.kind === 'Service'
+      ? urls[ref.name]
+      : undefined;
+}
+
+/** Waits (polling, generously) until `check` holds. */
+export async function until(check: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
