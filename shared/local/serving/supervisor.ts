@@ -2,36 +2,41 @@
  * The development Knative Serving: for each Knative Service in the API server (all namespaces),
  * one local process per revision — `node <bundle>` by default, with the environment the
  * container spec asks for — and the Service's status written through /status as Knative
- * Serving writes it. A new generation starts a new revision; once it is ready, traffic (the
- * status URL, `urlOf`) moves to it and the old process is stopped. A process that exits is
- * restarted with exponential backoff. A deleted Service's processes are stopped. See
- * docs/dev-serving.md.
+ * Serving writes it. Each Service has a stable local route (a reverse proxy on a port of its
+ * own) in front of its revisions. A new generation starts a new revision; once it is ready,
+ * traffic moves to it and the old process is stopped. A process that exits is restarted with
+ * exponential backoff. A deleted Service's processes are stopped, then its route is closed.
+ * Services are followed through the shared/k8s informer. See docs/dev-serving.md.
  */
 import { hostname } from 'node:os';
-import { setTimeout as sleep } from 'node:timers/promises';
-import type { KubeConfig } from '@kubernetes/client-node';
 import { NotFoundError } from '../../errors/index.js';
-import { createKube } from '../../k8s/index.js';
-import type { Kube, KubeObject } from '../../k8s/index.js';
+import { createKube, createKubeWatch, inform } from '../../k8s/index.js';
+import type { Informer, Kube, KubeObject, KubeWatch, WatchEventType } from '../../k8s/index.js';
 import { freePort } from '../redis-server.js';
 import { resolveContainerEnv, secretData } from './env.js';
 import { Revision } from './revision.js';
 import type { Launch, Phase } from './revision.js';
+import { Route, reservePort } from './route.js';
+import type { RouteTarget } from './route.js';
+import { rewriteServiceUrls } from './service-url.js';
 import { serviceStatus, storedConditions } from './status.js';
 import type { Condition, ServiceView } from './status.js';
 import { hostnameLabel, parseMeta, parseSpec, revisionName, servingContainer } from './types.js';
 import type { RevisionRef, ServiceMeta, ServiceSpec } from './types.js';
-import { watchServices } from './watch.js';
-import type { ServiceWatch } from './watch.js';
+
+/** The API server's connection settings, as loadKubeConfig (shared/k8s) gives them. */
+type KubeConfig = Parameters<typeof createKube>[0];
 
 /** Where a process's output line came from. */
 type LogSource = RevisionRef & { stream: 'stdout' | 'stderr' };
 
 interface ServingSupervisorOptions {
-  /** The API server (the development one: its kubeconfig); the watch is made from it. */
+  /** The API server (the development one: its kubeconfig). */
   kubeConfig: KubeConfig;
   /** The client for lists, Secrets and status writes; by default createKube(kubeConfig). */
   kube?: Kube;
+  /** The watches of Knative Services; by default createKubeWatch(kubeConfig). */
+  watch?: KubeWatch;
   /** The program every revision runs as `node <bundle>` (dist/bundle/serve.mjs). */
   bundle: string;
   /** The processes' working directory (the bundle reads models/ and data/ relative to it). */
@@ -62,6 +67,7 @@ interface ServingProcess extends RevisionRef {
   routed: boolean;
   pid: number | undefined;
   port: number | undefined;
+  /** The process's own URL (its port), not the Service's route. */
   url: string | undefined;
   restarts: number;
   failure: string | undefined;
@@ -71,12 +77,21 @@ interface ServingSupervisor {
   /** Lists the Services, starts their processes and watches; resolves once the list is handled. */
   start(): Promise<void>;
   /**
-   * The URL of the Service's ready revision (the one traffic goes to, kept while it restarts
-   * after a crash), or undefined while none has become ready.
+   * The Service's route URL once a revision of it has become ready (kept while that revision
+   * restarts after a crash and across rollouts), or undefined while none has.
    */
   urlOf(namespace: string, name: string): string | undefined;
+  /**
+   * The Service's route URL now, whether or not the Service exists yet: its port is chosen the
+   * first time the Service is seen or its URL asked for, and kept for the supervisor's life.
+   * The route answers 503 until a revision is ready.
+   */
+  routeUrl(namespace: string, name: string): string;
   processes(): ServingProcess[];
-  /** Stops the watch and every process (SIGTERM, then SIGKILL after the grace period). */
+  /**
+   * Stops the watch, every process (SIGTERM, then SIGKILL after the grace period) and every
+   * route.
+   */
   close(): Promise<void>;
 }
 
@@ -93,6 +108,10 @@ interface Context {
   launched(revision: Revision): void;
   /** Stops a revision; close() waits for it. */
   retire(revision: Revision): Promise<void>;
+  /** The Service's route, listening (allocated if it was not). */
+  route(namespace: string, name: string): Route;
+  /** Whether a Service has been seen in the namespace, or a route asked for in it. */
+  isNamespace(namespace: string): boolean;
   report(err: unknown): void;
 }
 
@@ -114,6 +133,7 @@ class ServiceUnit {
   #writes: Promise<void> = Promise.resolve();
   #retry: NodeJS.Timeout | undefined;
   #removed = false;
+  readonly #route: Route;
 
   constructor(
     meta: ServiceMeta,
@@ -124,10 +144,34 @@ class ServiceUnit {
     this.name = meta.name;
     this.uid = meta.uid;
     this.#conditions = storedConditions(object);
+    this.#route = context.route(meta.namespace, meta.name);
   }
 
+  /** The route's URL once a revision has become ready. */
   get url(): string | undefined {
-    return this.#routed?.url;
+    return this.#routed === undefined ? undefined : this.#route.url;
+  }
+
+  /** Where the route sends a request now. */
+  target(): RouteTarget {
+    const service = `Knative Service ${this.namespace}/${this.name}`;
+    const routed = this.#routed;
+    if (routed === undefined) {
+      const latest = this.#latest;
+      const why =
+        latest === undefined
+          ? (this.#invalid ?? 'no revision')
+          : latest.phase === 'failed'
+            ? `${latest.ref.revision}: ${latest.failure ?? 'failed'}`
+            : `${latest.ref.revision} is starting`;
+      return { unavailable: `${service} has no ready revision (${why})` };
+    }
+    if (routed.phase !== 'ready' || routed.port === undefined) {
+      return {
+        unavailable: `${service}: revision ${routed.ref.revision} is not ready (${routed.failure ?? 'restarting'})`,
+      };
+    }
+    return { revision: routed.ref.revision, port: routed.port };
   }
 
   revisions(): Array<{ revision: Revision; routed: boolean }> {
@@ -202,16 +246,23 @@ class ServiceUnit {
         command: run.command,
         args: run.args,
         cwd: context.options.cwd,
-        env: {
-          ...(path === undefined ? {} : { PATH: path }),
-          ...env,
-          // What Knative sets in every container.
-          PORT: String(port),
-          K_SERVICE: service,
-          K_CONFIGURATION: service,
-          K_REVISION: name,
-          ...context.options.env,
-        },
+        // Cluster-local Service URLs become the Services' routes (asking allocates them).
+        env: rewriteServiceUrls(
+          {
+            ...(path === undefined ? {} : { PATH: path }),
+            ...env,
+            // What Knative sets in every container.
+            PORT: String(port),
+            K_SERVICE: service,
+            K_CONFIGURATION: service,
+            K_REVISION: name,
+            ...context.options.env,
+          },
+          {
+            routeUrl: (ns, svc) => context.route(ns, svc).url,
+            isNamespace: (ns) => context.isNamespace(ns),
+          },
+        ),
       };
     };
     const revision = new Revision({
@@ -255,7 +306,7 @@ class ServiceUnit {
           ? undefined
           : {
               revision: routed.ref.revision,
-              url: routed.url ?? '',
+              url: this.#route.url,
               up: routed.phase === 'ready',
               failure: routed.failure,
             },
@@ -297,21 +348,51 @@ class ServiceUnit {
   }
 }
 
+/** A watch that ended with 410 Gone: routine, the informer lists again. */
+const expired = (err: unknown) => err instanceof Error && /^watch \S+: 410 /.test(err.message);
+
 function createServingSupervisor(options: ServingSupervisorOptions): ServingSupervisor {
   const kube = options.kube ?? createKube(options.kubeConfig);
+  const watch = options.watch ?? createKubeWatch(options.kubeConfig);
   const units = new Map<string, ServiceUnit>();
+  /** Every route allocated, by namespace/name, kept (its port) for the supervisor's life. */
+  const routes = new Map<string, Route>();
+  const namespaces = new Set<string>();
   const live = new Set<Revision>();
   const stopping = new Set<Promise<void>>();
   const usedPorts = new Set<number>();
   const closing = new AbortController();
-  let watch: ServiceWatch | undefined;
-  let loop: Promise<void> | undefined;
+  let informer: Informer | undefined;
   let started = false;
 
   const report = (err: unknown) => {
     const error = err instanceof Error ? err : new Error(String(err));
     if (options.onError !== undefined) options.onError(error);
     else process.stderr.write(`dev serving: ${error.message}\n`);
+  };
+
+  /** The Service's route, allocated the first time; opened again if it was closed. */
+  const route = (namespace: string, name: string): Route => {
+    const key = `${namespace}/${name}`;
+    let found = routes.get(key);
+    if (found === undefined) {
+      const port = reservePort(usedPorts);
+      usedPorts.add(port);
+      found = new Route({
+        namespace,
+        name,
+        port,
+        target: () =>
+          units.get(key)?.target() ?? {
+            unavailable: `Knative Service ${key} does not exist (no revision to route to)`,
+          },
+        report,
+      });
+      routes.set(key, found);
+      namespaces.add(namespace);
+    }
+    if (!closing.signal.aborted) found.listen();
+    return found;
   };
 
   const context: Context = {
@@ -346,6 +427,8 @@ function createServingSupervisor(options: ServingSupervisorOptions): ServingSupe
       stopping.add(done);
       return done;
     },
+    route,
+    isNamespace: (namespace) => namespaces.has(namespace),
     report,
   };
 
@@ -354,16 +437,19 @@ function createServingSupervisor(options: ServingSupervisorOptions): ServingSupe
     for (const revision of live) revision.killNow();
   };
 
+  /** Stops the Service's processes, then closes its route unless the name is back meanwhile. */
   const remove = (key: string) => {
     const unit = units.get(key);
     if (unit === undefined) return;
     units.delete(key);
-    const done = unit.remove().finally(() => stopping.delete(done));
+    const done = unit
+      .remove()
+      .then(() => (units.has(key) ? undefined : routes.get(key)?.close()))
+      .finally(() => stopping.delete(done));
     stopping.add(done);
   };
 
   const upsert = (object: unknown) => {
-    if (closing.signal.aborted) return; // close() ran while a list was on its way
     const meta = parseMeta(object);
     if (meta === undefined) {
       report(new Error('a watched Knative Service has no name, namespace, uid or generation'));
@@ -382,56 +468,15 @@ function createServingSupervisor(options: ServingSupervisorOptions): ServingSupe
     unit.observe(object as KubeObject, meta);
   };
 
-  /** Lists every Service, reconciles the units with the list; the list's resourceVersion. */
-  const sync = async (): Promise<string> => {
-    const { items, resourceVersion } = await kube.list('knativeService');
-    const seen = new Set<string>();
-    for (const item of items) {
-      seen.add(`${item.metadata.namespace ?? ''}/${item.metadata.name}`);
-      upsert(item);
+  const changed = (type: WatchEventType, object: KubeObject) => {
+    if (closing.signal.aborted) return; // close() ran while a list or an event was on its way
+    if (type !== 'DELETED') {
+      upsert(object);
+      return;
     }
-    for (const key of [...units.keys()]) if (!seen.has(key)) remove(key);
-    return resourceVersion;
-  };
-
-  const run = async (from: string): Promise<void> => {
-    let resourceVersion = from;
-    while (!closing.signal.aborted) {
-      const since = Date.now();
-      watch = watchServices(options.kubeConfig, resourceVersion, (type, object) => {
-        if (closing.signal.aborted) return;
-        const meta = parseMeta(object);
-        const version = (object as { metadata?: { resourceVersion?: unknown } } | null)?.metadata
-          ?.resourceVersion;
-        if (typeof version === 'string' && version !== '') resourceVersion = version;
-        if (type === 'DELETED') {
-          const key = meta === undefined ? undefined : `${meta.namespace}/${meta.name}`;
-          if (key !== undefined && units.get(key)?.uid === meta?.uid) remove(key);
-        } else upsert(object);
-      });
-      const end = await watch.ended;
-      if (closing.signal.aborted) return;
-      if (end.kind === 'closed') {
-        // Resume from the last event; a server that keeps closing at once is not hammered.
-        if (Date.now() - since < 1000)
-          await sleep(1000, undefined, { signal: closing.signal }).catch(() => {});
-        continue;
-      }
-      if (end.kind === 'failed') {
-        report(new Error(`watching Knative Services: ${end.error.message}`));
-        await sleep(1000, undefined, { signal: closing.signal }).catch(() => {});
-      }
-      // Expired or failed: what happened meanwhile is known only from a new list.
-      while (!closing.signal.aborted) {
-        try {
-          resourceVersion = await sync();
-          break;
-        } catch (err) {
-          report(err);
-          await sleep(1000, undefined, { signal: closing.signal }).catch(() => {});
-        }
-      }
-    }
+    const meta = parseMeta(object);
+    const key = meta === undefined ? undefined : `${meta.namespace}/${meta.name}`;
+    if (key !== undefined && units.get(key)?.uid === meta?.uid) remove(key);
   };
 
   return {
@@ -439,18 +484,43 @@ function createServingSupervisor(options: ServingSupervisorOptions): ServingSupe
       if (started) throw new Error('the serving supervisor is already started');
       started = true;
       process.on('exit', killAll);
-      let resourceVersion: string;
+      // A first list that fails fails start(); later trouble is reported and retried.
+      let synced = false;
+      let failFirst: (err: unknown) => void = () => {};
+      const firstFailure = new Promise<never>((_, reject) => (failFirst = reject));
+      const closed = new Promise<void>((resolve) =>
+        closing.signal.addEventListener('abort', () => resolve(), { once: true }),
+      );
+      const current = inform({ kube, watch }, 'knativeService', {}, changed, {
+        onError: (err) => {
+          if (!synced) failFirst(err);
+          else if (!expired(err))
+            report(
+              new Error(
+                `watching Knative Services: ${err instanceof Error ? err.message : String(err)}`,
+                { cause: err },
+              ),
+            );
+        },
+      });
+      informer = current;
+      void current.synced.then(() => (synced = true));
       try {
-        resourceVersion = await sync();
+        await Promise.race([current.synced, firstFailure, closed]);
       } catch (err) {
+        current.stop();
+        informer = undefined;
         process.off('exit', killAll);
         started = false;
         throw err;
       }
-      if (closing.signal.aborted) process.off('exit', killAll);
-      else loop = run(resourceVersion).catch(report);
+      if (closing.signal.aborted) {
+        current.stop();
+        process.off('exit', killAll);
+      }
     },
     urlOf: (namespace, name) => units.get(`${namespace}/${name}`)?.url,
+    routeUrl: (namespace, name) => route(namespace, name).url,
     processes: () =>
       [...units.values()].flatMap((unit) =>
         unit.revisions().map(({ revision, routed }) => ({
@@ -467,10 +537,10 @@ function createServingSupervisor(options: ServingSupervisorOptions): ServingSupe
       ),
     async close() {
       closing.abort();
-      watch?.abort();
+      informer?.stop();
       for (const key of [...units.keys()]) remove(key);
       while (stopping.size > 0) await Promise.all([...stopping]);
-      await loop;
+      await Promise.all([...routes.values()].map((r) => r.close()));
       process.off('exit', killAll);
     },
   };

@@ -5,7 +5,9 @@
 import { describe, expect, it } from 'vitest';
 import {
   ContainerConfigError,
+  parseServiceUrl,
   resolveContainerEnv,
+  rewriteServiceUrls,
   secretData,
   serviceStatus,
 } from '../../../../shared/local/serving/index.js';
@@ -114,6 +116,81 @@ describe('resolveContainerEnv', () => {
         stringData: { b: 'two' },
       }),
     ).toEqual({ a: 'one', b: 'two' });
+  });
+});
+
+describe('cluster-local Service URLs', () => {
+  it('reads the Service a cluster-local http URL names', () => {
+    expect(parseServiceUrl('http://helmet-cloud.edgeai.svc.cluster.local')).toEqual({
+      name: 'helmet-cloud',
+      namespace: 'edgeai',
+      rest: '',
+      qualified: true,
+    });
+    expect(parseServiceUrl('http://Cloud.NS.svc:8080/v1/infer?x=1#f')).toEqual({
+      name: 'cloud',
+      namespace: 'ns',
+      rest: '/v1/infer?x=1#f',
+      qualified: true,
+    });
+    expect(parseServiceUrl('http://cloud.ns/p')).toEqual({
+      name: 'cloud',
+      namespace: 'ns',
+      rest: '/p',
+      qualified: false,
+    });
+    for (const other of [
+      'https://cloud.ns.svc.cluster.local',
+      'http://cloud',
+      'http://a.b.c',
+      'http://cloud.ns.svc.cluster',
+      'http://user@cloud.ns.svc',
+      'http://cloud.ns.svc.cluster.local.example.com',
+      'redis://redis.ns.svc.cluster.local:6379',
+      ' http://cloud.ns.svc',
+      'http://cloud.ns.svc.cluster.local:port',
+    ])
+      expect(parseServiceUrl(other), other).toBeUndefined();
+  });
+
+  it('replaces them with the route URL, keeping the path; a bare name.namespace only in a known namespace', () => {
+    const asked: string[] = [];
+    const env = rewriteServiceUrls(
+      {
+        CLOUD_URL: 'http://helmet-cloud.edgeai.svc.cluster.local',
+        FQDN: 'http://helmet-cloud.edgeai.svc.cluster.local./x',
+        WITH_PORT: 'http://upstream.edgeai.svc:80/v1/status?full=1',
+        SHORT: 'http://helmet-cloud.edgeai/infer',
+        ELSEWHERE: 'http://other.elsewhere.svc',
+        EXTERNAL: 'http://example.com/x',
+        REDIS_URL: 'redis://redis:6379',
+        PLAIN: 'text',
+      },
+      {
+        routeUrl: (namespace, name) => {
+          asked.push(`${namespace}/${name}`);
+          return `http://127.0.0.1:${1000 + asked.length}`;
+        },
+        isNamespace: (namespace) => namespace === 'edgeai',
+      },
+    );
+    expect(env).toEqual({
+      CLOUD_URL: 'http://127.0.0.1:1001',
+      FQDN: 'http://127.0.0.1:1002/x',
+      WITH_PORT: 'http://127.0.0.1:1003/v1/status?full=1',
+      SHORT: 'http://127.0.0.1:1004/infer',
+      ELSEWHERE: 'http://127.0.0.1:1005',
+      EXTERNAL: 'http://example.com/x',
+      REDIS_URL: 'redis://redis:6379',
+      PLAIN: 'text',
+    });
+    expect(asked).toEqual([
+      'edgeai/helmet-cloud',
+      'edgeai/helmet-cloud',
+      'edgeai/upstream',
+      'edgeai/helmet-cloud',
+      'elsewhere/other',
+    ]);
   });
 });
 

@@ -1,17 +1,20 @@
 /**
  * The development serving supervisor against a real development API server, with a tiny node
  * HTTP server as every Service's "container": it serves /health/readiness (200, or 503 while
- * the file READY_FILE names does not exist) and echoes its pid, argv and environment on /env.
+ * the file READY_FILE names does not exist), echoes its pid, argv and environment on /env, and
+ * on /echo answers 201 with the request's method, URL and x-test header in headers and its body
+ * streamed back.
  */
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { NotFoundError } from '../../../../shared/errors/index.js';
-import { loadKubeConfig } from '../../../../shared/k8s/index.js';
-import type { KubeObject } from '../../../../shared/k8s/index.js';
+import { createKubeWatch, loadKubeConfig } from '../../../../shared/k8s/index.js';
+import type { KubeObject, KubeWatch } from '../../../../shared/k8s/index.js';
 import { createServingSupervisor } from '../../../../shared/local/serving/index.js';
 import type {
   LogSource,
@@ -35,6 +38,14 @@ createServer((req, res) => {
   } else if (req.url === '/env') {
     res.writeHead(200, { 'content-type': 'application/json' });
     res.end(JSON.stringify({ pid: process.pid, argv: process.argv.slice(2), env: process.env }));
+  } else if (req.url.startsWith('/echo')) {
+    res.writeHead(201, {
+      'x-method': req.method,
+      'x-url': req.url,
+      'x-test': req.headers['x-test'] ?? '',
+      'x-revision': process.env.K_REVISION,
+    });
+    req.pipe(res);
   } else {
     res.writeHead(404).end();
   }
@@ -95,6 +106,28 @@ async function echo(url: string): Promise<Echo | undefined> {
   } catch {
     return undefined;
   }
+}
+
+/** The status and body of a GET, or undefined when nothing answers at the URL. */
+async function get(url: string): Promise<{ status: number; text: string } | undefined> {
+  try {
+    const answer = await fetch(url, { signal: AbortSignal.timeout(5000) });
+    return { status: answer.status, text: await answer.text() };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether a new connection to the URL's port is refused (nothing listens there). */
+function refused(url: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(Number(new URL(url).port), '127.0.0.1');
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'ECONNREFUSED'));
+  });
 }
 
 function service(
@@ -227,8 +260,13 @@ describe('development serving supervisor', () => {
         latestReadyRevisionName: 'echo-00001',
         traffic: [{ revisionName: 'echo-00001', latestRevision: true, percent: 100 }],
       });
+      // The Service's route: its own port, not the process's.
       expect(s.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
       expect(s.address?.url).toBe(s.url);
+      expect(supervisor.routeUrl(namespace, 'echo')).toBe(s.url);
+      const processPort = supervisor.processes().find((p) => p.name === 'echo')?.port;
+      expect(processPort).toBeDefined();
+      expect(new URL(s.url!).port).not.toBe(String(processPort));
       expect(s.conditions?.map((c) => [c.type, c.status])).toEqual([
         ['ConfigurationsReady', 'True'],
         ['Ready', 'True'],
@@ -250,7 +288,7 @@ describe('development serving supervisor', () => {
         POD_NAME: 'echo-00001-deployment',
         BULK_A: 'a',
         BULK_B: 'b',
-        PORT: new URL(s.url!).port,
+        PORT: String(processPort),
         K_SERVICE: 'echo',
         K_CONFIGURATION: 'echo',
         K_REVISION: 'echo-00001',
@@ -386,9 +424,12 @@ describe('development serving supervisor', () => {
       writeFileSync(gate, '');
       const v2 = await readyAt('roll', 2);
       expect(v2.latestReadyRevisionName).toBe('roll-00002');
-      expect(v2.url).not.toBe(v1.url);
-      expect(supervisor.urlOf(namespace, 'roll')).toBe(v2.url);
-      expect((await waitFor('roll v2 answers', () => echo(v2.url!))).env['VERSION']).toBe('2');
+      // The route is the same; requests through it reach the new revision.
+      expect(v2.url).toBe(v1.url);
+      expect(supervisor.urlOf(namespace, 'roll')).toBe(v1.url);
+      const now = await waitFor('roll answers', () => echo(v1.url!));
+      expect(now.env['VERSION']).toBe('2');
+      expect(now.env['K_REVISION']).toBe('roll-00002');
       await waitFor('the old process gone', () => !alive(old.pid));
       expect(
         logs.some(([src, line]) => src.revision === 'roll-00001' && line === 'got SIGTERM'),
@@ -401,6 +442,80 @@ describe('development serving supervisor', () => {
   );
 
   it(
+    "gives a Service another Service's cluster URLs as that Service's route, 503 until it is ready",
+    async () => {
+      // Asking for the URL allocates the route: it answers before the Service exists.
+      const route = supervisor.routeUrl(namespace, 'callee');
+      expect(route).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      expect(supervisor.routeUrl(namespace, 'callee')).toBe(route);
+      expect(supervisor.urlOf(namespace, 'callee')).toBeUndefined();
+      const absent = await waitFor('the route answers', () => get(`${route}/env`));
+      expect(absent.status).toBe(503);
+      expect(absent.text).toContain(`Knative Service ${namespace}/callee does not exist`);
+
+      await api.kube.create(
+        'knativeService',
+        namespace,
+        service('caller', {
+          env: [
+            { name: 'CLOUD_URL', value: `http://callee.${namespace}.svc.cluster.local` },
+            { name: 'WITH_PATH', value: `http://callee.${namespace}.svc:8080/v1/infer?x=1` },
+            { name: 'SHORT', value: `http://callee.${namespace}/p` },
+            { name: 'EXTERNAL', value: 'http://example.com/x' },
+            { name: 'TLS', value: `https://callee.${namespace}.svc.cluster.local` },
+          ],
+        }),
+      );
+      const caller = await readyAt('caller');
+      const { env } = await waitFor('caller answers', () => echo(caller.url!));
+      expect(env).toMatchObject({
+        CLOUD_URL: route,
+        WITH_PATH: `${route}/v1/infer?x=1`,
+        SHORT: `${route}/p`,
+        EXTERNAL: 'http://example.com/x',
+        TLS: `https://callee.${namespace}.svc.cluster.local`,
+      });
+
+      // The callee starts after its caller, and is not ready at first.
+      const gate = join(dir, `ready-${randomUUID()}`);
+      await api.kube.create(
+        'knativeService',
+        namespace,
+        service('callee', { env: [{ name: 'READY_FILE', value: gate }] }),
+      );
+      await waitFor('the callee process started', () =>
+        supervisor.processes().some((p) => p.name === 'callee' && p.pid !== undefined),
+      );
+      const starting = await get(`${env['CLOUD_URL']}/env`);
+      expect(starting?.status).toBe(503);
+      expect(starting?.text).toContain(`Knative Service ${namespace}/callee has no ready revision`);
+      expect(supervisor.urlOf(namespace, 'callee')).toBeUndefined();
+
+      writeFileSync(gate, '');
+      const ready = await readyAt('callee');
+      expect(ready.url).toBe(route);
+      expect(ready.address?.url).toBe(route);
+      expect(supervisor.urlOf(namespace, 'callee')).toBe(route);
+
+      // Method, path, query, headers and body go through, and the answer comes back.
+      const body = Buffer.alloc(1 << 20, 'edge');
+      const answer = await fetch(`${env['CLOUD_URL']}/echo?q=1`, {
+        method: 'POST',
+        headers: { 'x-test': 'through the route', 'content-type': 'application/octet-stream' },
+        body,
+        signal: AbortSignal.timeout(20_000),
+      });
+      expect(answer.status).toBe(201);
+      expect(answer.headers.get('x-method')).toBe('POST');
+      expect(answer.headers.get('x-url')).toBe('/echo?q=1');
+      expect(answer.headers.get('x-test')).toBe('through the route');
+      expect(answer.headers.get('x-revision')).toBe('callee-00001');
+      expect(Buffer.from(await answer.arrayBuffer()).equals(body)).toBe(true);
+    },
+    timeout,
+  );
+
+  it(
     'stops the process of a deleted Service, writes nothing more, and runs one created again',
     async () => {
       await api.kube.create('knativeService', namespace, service('gone', {}));
@@ -408,6 +523,7 @@ describe('development serving supervisor', () => {
       const { pid } = await waitFor('gone answers', () => echo(s.url!));
       await api.kube.delete({ kind: 'knativeService', namespace, name: 'gone' });
       await waitFor('the process gone', () => !alive(pid));
+      await waitFor('the route closed', () => refused(s.url!));
       expect(supervisor.urlOf(namespace, 'gone')).toBeUndefined();
       expect(supervisor.processes().filter((p) => p.name === 'gone')).toEqual([]);
       await sleep(200);
@@ -415,9 +531,10 @@ describe('development serving supervisor', () => {
         api.kube.get({ kind: 'knativeService', namespace, name: 'gone' }),
       ).rejects.toBeInstanceOf(NotFoundError);
 
-      // The same name again is a new Service: a new process, from generation 1.
+      // The same name again is a new Service: a new process, from generation 1, on the same route.
       await api.kube.create('knativeService', namespace, service('gone', {}));
       const again = await readyAt('gone');
+      expect(again.url).toBe(s.url);
       const answer = await waitFor('gone answers again', () => echo(again.url!));
       expect(answer.pid).not.toBe(pid);
       expect(answer.env['K_REVISION']).toBe('gone-00001');
@@ -496,8 +613,9 @@ describe('development serving supervisor, start and close', () => {
         });
         await supervisor.start();
         let pid: number;
+        let url: string;
         try {
-          const url = await waitFor('early ready', () => supervisor.urlOf(namespace, 'early'));
+          url = await waitFor('early ready', () => supervisor.urlOf(namespace, 'early'));
           const answer = await waitFor('early answers', () => echo(url));
           expect(answer.argv).toEqual(['--service=early', 'yes']);
           pid = answer.pid;
@@ -506,7 +624,82 @@ describe('development serving supervisor, start and close', () => {
         }
         expect(alive(pid)).toBe(false);
         expect(supervisor.processes()).toEqual([]);
+        expect(await refused(url)).toBe(true); // the route is closed too
       } finally {
+        await api.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+    timeout,
+  );
+
+  it(
+    'fails start when the API server cannot be reached',
+    async () => {
+      const api = await startApiServer();
+      const kubeConfig = loadKubeConfig({ KUBECONFIG: api.kubeconfigFile });
+      await api.close();
+      const supervisor = createServingSupervisor({ kubeConfig, bundle: 'unused.mjs' });
+      await expect(supervisor.start()).rejects.toThrow(/API server unreachable/);
+      await supervisor.close();
+    },
+    timeout,
+  );
+
+  it(
+    'finds what changed while no watch was open when its watch ends (the informer relists)',
+    async () => {
+      const api = await startApiServer();
+      const dir = mkdtempSync(join(tmpdir(), 'edgeai-serving-'));
+      const script = join(dir, 'container.mjs');
+      writeFileSync(script, container);
+      const kubeConfig = loadKubeConfig({ KUBECONFIG: api.kubeconfigFile });
+      const inner = createKubeWatch(kubeConfig);
+      let opened = 0;
+      let end: (() => void) | undefined;
+      // The first watch swallows every change, as if the connection had dropped unnoticed.
+      const watch: KubeWatch = {
+        async watch(kind, options, onChange, done) {
+          opened += 1;
+          const open = await inner.watch(kind, options, opened === 1 ? () => {} : onChange, done);
+          end = () => {
+            open.stop();
+            done(undefined);
+          };
+          return open;
+        },
+      };
+      const errors: Error[] = [];
+      const supervisor = createServingSupervisor({
+        kubeConfig,
+        kube: api.kube,
+        watch,
+        bundle: script,
+        onError: (err) => errors.push(err),
+        terminationGraceMs: 5000,
+      });
+      try {
+        await api.kube.create('knativeService', namespace, service('kept', {}));
+        await api.kube.create('knativeService', namespace, service('dropped', {}));
+        await supervisor.start();
+        const dropped = await waitFor('dropped ready', () =>
+          supervisor.urlOf(namespace, 'dropped'),
+        );
+        const { pid } = await waitFor('dropped answers', () => echo(dropped));
+        await waitFor('the first watch', () => end !== undefined);
+
+        await api.kube.delete({ kind: 'knativeService', namespace, name: 'dropped' });
+        await api.kube.create('knativeService', namespace, service('added', {}));
+        end!();
+        const added = await waitFor('added ready', () => supervisor.urlOf(namespace, 'added'));
+        expect((await waitFor('added answers', () => echo(added))).env['K_SERVICE']).toBe('added');
+        await waitFor('the dropped process gone', () => !alive(pid));
+        await waitFor('the dropped route closed', () => refused(dropped));
+        expect(supervisor.urlOf(namespace, 'kept')).toBeDefined();
+        expect(opened).toBeGreaterThanOrEqual(2);
+        expect(errors).toEqual([]);
+      } finally {
+        await supervisor.close();
         await api.close();
         rmSync(dir, { recursive: true, force: true });
       }
