@@ -106,6 +106,24 @@ function specOf(object: Record<string, unknown>): Record<string, unknown> {
   return rest;
 }
 
+/**
+ * A Secret's `stringData` is write-only, as in Kubernetes: its keys are merged into `data`
+ * (base64), over the same keys there, and the field is not stored.
+ */
+function foldStringData(
+  type: ResourceType,
+  object: Record<string, unknown>,
+): Record<string, unknown> {
+  const strings = object['stringData'];
+  if (type.kind !== 'Secret' || typeof strings !== 'object' || strings === null) return object;
+  const data = { ...((object['data'] as Record<string, string> | undefined) ?? {}) };
+  for (const [key, value] of Object.entries(strings as Record<string, unknown>)) {
+    data[key] = Buffer.from(String(value), 'utf8').toString('base64');
+  }
+  const { stringData: _written, ...rest } = object;
+  return { ...rest, data };
+}
+
 class Store {
   readonly #objects = new Map<string, KubeObject>();
   readonly #history: WatchEvent[] = [];
@@ -213,7 +231,7 @@ class Store {
   }
 
   create(type: ResourceType, namespace: string | undefined, body: unknown): KubeObject {
-    const input = this.#validate(type, namespace, body);
+    const input = foldStringData(type, this.#validate(type, namespace, body));
     const meta = input['metadata'] as Record<string, unknown>;
     const name = meta['name'] as string;
     const key = this.#key(type, namespace, name);
@@ -268,7 +286,7 @@ class Store {
     if (subresource === 'status') {
       merged = { ...structuredClone(current), status: structuredClone(next['status']) };
     } else {
-      merged = structuredClone(next);
+      merged = foldStringData(type, structuredClone(next));
       if (type.status) {
         if (current['status'] === undefined) delete merged['status'];
         else merged['status'] = structuredClone(current['status']);

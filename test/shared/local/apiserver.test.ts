@@ -102,6 +102,27 @@ describe('development API server via client-node', () => {
     expect(dup.body).toMatchObject({ kind: 'Status', reason: 'AlreadyExists' });
   });
 
+  it("stores a Secret's stringData as base64 data, as Kubernetes does", async () => {
+    await core.createNamespacedSecret({
+      namespace: 'ns',
+      body: {
+        metadata: { name: 's' },
+        data: { kept: 'a2VwdA==', over: 'b2xk' },
+        stringData: { over: 'new', token: 't0k' },
+      },
+    });
+    const read = await core.readNamespacedSecret({ namespace: 'ns', name: 's' });
+    expect(read.data).toEqual({ kept: 'a2VwdA==', over: 'bmV3', token: 'dDBr' });
+    expect(read.stringData).toBeUndefined();
+    await core.replaceNamespacedSecret({
+      namespace: 'ns',
+      name: 's',
+      body: { metadata: { name: 's' }, stringData: { token: 'rotated' } },
+    });
+    const rotated = await core.readNamespacedSecret({ namespace: 'ns', name: 's' });
+    expect(rotated.data).toEqual({ token: 'cm90YXRlZA==' });
+  });
+
   it('answers 404 and 422 with Status objects shaped like the real ones', async () => {
     const missing = await failure(api.getNamespacedCustomObject({ ...jis, name: 'nope' }));
     expect(missing.code).toBe(404);
