@@ -172,6 +172,8 @@ function workerService(
         OFFLOAD_DEADLINE_MS: edge.offload?.deadlineMs ?? 2000,
         CLOUD_FALLBACK: edge.offload?.fallback ?? 'edge-result',
         CLOUD_URL: `http://${workerName(name, 'cloud')}.${namespace}.svc.cluster.local`,
+        // The cloud worker serves its model under the Model's name (its MODEL_NAME).
+        CLOUD_MODEL_NAME: spec.cloudWorker.model.name,
         UPSTREAM_STATUS_URL: settings.upstreamStatusUrl,
       }),
       // The node the pod landed on names the reporter (and the token it signs reports with).

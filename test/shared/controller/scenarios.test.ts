@@ -115,10 +115,14 @@ describe('reconcile-tick against the development API server', () => {
       CLOUD_URL: `http://${name}-cloud.${ns}.svc.cluster.local`,
       WORKER_PARAMETERS: '{"nms_threshold":"0.6"}',
     });
-    expect(env(await worker('cloud'))).toMatchObject({
+    const cloudEnv = env(await worker('cloud'));
+    expect(cloudEnv).toMatchObject({
       FUNCTION_TARGET: 'cloud-infer',
       NODE_OPTIONS: '--max-semi-space-size=32',
     });
+    // The edge asks the cloud for the model the cloud worker serves (found by the local stack:
+    // without it every offload was a 404 and fell back to the edge's answer).
+    expect(env(edge)['CLOUD_MODEL_NAME']).toBe(cloudEnv['MODEL_NAME']);
 
     await markReady('edge');
     await reconciler.tick();
