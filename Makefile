@@ -1,8 +1,12 @@
 # The README's two commands live here. `make test` works on a fresh clone with only Node, npm
 # and (or the rights to install) redis-server.
-.PHONY: test deps redis-server typecheck lint unit bench build
+.PHONY: test demo deps redis-server typecheck lint unit bench build
 
 test: deps redis-server typecheck lint unit
+
+# The seed's JointInferenceService on the embedded local stack (no cluster): see README.
+demo: deps redis-server
+	npm run -s demo
 
 # npm ci when node_modules is missing or older than the lockfile.
 deps: node_modules/.installed

@@ -1,0 +1,45 @@
+/**
+ * `make demo`'s job, run by `make test`: the seed's JointInferenceService on the embedded local
+ * stack (development API server, Serving supervisor, Broker, ApiServerSources, PingSources, the
+ * control plane from knative/services/), with the image's bundle built as the image builds it.
+ */
+import { execFile } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runDemo } from '../../shared/local/demo.js';
+
+const run = promisify(execFile);
+const root = new URL('../../', import.meta.url);
+
+describe('the local stack', () => {
+  const outDir = join(fileURLToPath(root), `.test-build-${randomUUID()}`);
+  beforeAll(async () => {
+    await run('npm', ['run', '-s', 'bundle', '--', `--outdir=${outDir}`], { cwd: root });
+  }, 120_000);
+  afterAll(() => rmSync(outDir, { recursive: true, force: true }));
+
+  it('deploys the sample, answers with edge and cloud, reports, heals and cascades', async () => {
+    const lines: string[] = [];
+    const result = await runDemo({
+      root,
+      bundle: join(outDir, 'serve.mjs'),
+      digits: 200,
+      say: (line) => lines.push(line),
+    });
+    const text = lines.join('\n');
+    expect(text).toMatch(/function +reconcile-tick/);
+    expect(text).toMatch(/helmet-detection-demo +True +Running +Running/);
+    expect(text).toContain('reconcile-tick recreated it; ready again');
+    expect(text).toContain('its worker Services went with it');
+    expect(text).toMatch(/stream demo-camera-1 -> \S+ on \S+ \(policy [a-z-]+, HTTP 201\)/);
+    // The cloud answered the hard examples: better than the edge model alone on these digits.
+    expect(result.offloaded).toBeGreaterThan(0);
+    expect(result.offloaded).toBe(result.reported.hardExampleNumber);
+    expect(result.reported.inferenceNumber).toBe(200);
+    expect(result.accuracy).toBeGreaterThan(0.95);
+  }, 180_000);
+});
