@@ -26,6 +26,8 @@ interface DemoResult {
   offloaded: number;
   /** What upstream-status wrote into the resource from the edge's reports. */
   reported: { inferenceNumber: number; hardExampleNumber: number };
+  /** The same digits after the miner's threshold was raised by a spec update. */
+  updated: { accuracy: number; offloaded: number };
   seconds: number;
 }
 
@@ -86,6 +88,37 @@ async function prepare(stack: LocalStack, root: URL): Promise<void> {
   }
 }
 
+/** Sends the first `n` test digits to the edge worker, 50 a request. */
+async function classify(
+  edgeUrl: string,
+  n: number,
+): Promise<{ accuracy: number; offloaded: number }> {
+  const test = loadMnist().test;
+  let correct = 0;
+  let offloaded = 0;
+  for (let from = 0; from < n; from += 50) {
+    const rows = Math.min(50, n - from);
+    const instances = Array.from({ length: rows }, (_, i) =>
+      Array.from(test.x.subarray((from + i) * pixels, (from + i + 1) * pixels)),
+    );
+    const answer = await fetch(`${edgeUrl}/predict`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ instances }),
+    });
+    if (!answer.ok)
+      throw new Error(`edge worker answered ${answer.status}: ${await answer.text()}`);
+    const { predictions } = (await answer.json()) as {
+      predictions: Array<{ label: number; tier: string }>;
+    };
+    predictions.forEach((p, i) => {
+      if (p.label === test.y[from + i]) correct += 1;
+      if (p.tier === 'cloud') offloaded += 1;
+    });
+  }
+  return { accuracy: correct / n, offloaded };
+}
+
 async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const started = Date.now();
   const { say } = options;
@@ -140,31 +173,8 @@ async function runDemo(options: DemoOptions): Promise<DemoResult> {
     );
 
     const edgeUrl = await waitFor('the edge worker route', () => stack.urlOf(ns, `${jis}-edge`));
-    const test = loadMnist().test;
-    const n = Math.min(options.digits ?? 300, test.n);
-    let correct = 0;
-    let offloaded = 0;
-    for (let from = 0; from < n; from += 50) {
-      const rows = Math.min(50, n - from);
-      const instances = Array.from({ length: rows }, (_, i) =>
-        Array.from(test.x.subarray((from + i) * pixels, (from + i + 1) * pixels)),
-      );
-      const answer = await fetch(`${edgeUrl}/predict`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ instances }),
-      });
-      if (!answer.ok)
-        throw new Error(`edge worker answered ${answer.status}: ${await answer.text()}`);
-      const { predictions } = (await answer.json()) as {
-        predictions: Array<{ label: number; tier: string }>;
-      };
-      predictions.forEach((p, i) => {
-        if (p.label === test.y[from + i]) correct += 1;
-        if (p.tier === 'cloud') offloaded += 1;
-      });
-    }
-    const accuracy = correct / n;
+    const n = Math.min(options.digits ?? 300, loadMnist().test.n);
+    const { accuracy, offloaded } = await classify(edgeUrl, n);
     step(
       `inference      ${n} test digits to the edge worker: ${(100 * accuracy).toFixed(2)}% correct, ${offloaded} hard ones answered by the cloud worker`,
     );
@@ -201,6 +211,36 @@ async function runDemo(options: DemoOptions): Promise<DemoResult> {
     );
     step(`self-healing   reconcile-tick recreated it; ready again`);
 
+    const generation = (await kube.get(worker)).metadata.generation ?? 0;
+    await kube.patch(
+      { kind: 'jointInferenceService', namespace: ns, name: jis },
+      {
+        spec: {
+          edgeWorker: {
+            hardExampleAlgorithm: { name: 'Threshold', parameters: { threshold: 0.99 } },
+          },
+        },
+      },
+    );
+    step(`update         miner threshold 0.936 -> 0.99 (the resource's generation 2)`);
+    await waitFor(
+      'the edge worker to roll out the new spec',
+      async () => {
+        const current = await kube.get(worker);
+        const observed = (current['status'] as { observedGeneration?: number } | undefined)
+          ?.observedGeneration;
+        const rolled = (current.metadata.generation ?? 0) > generation;
+        return rolled && observed === current.metadata.generation && ready(current)
+          ? true
+          : undefined;
+      },
+      120_000,
+    );
+    const updated = await classify(edgeUrl, n);
+    step(
+      `update         rolled out: ${(100 * updated.accuracy).toFixed(2)}% correct, ${updated.offloaded} of ${n} answered by the cloud worker`,
+    );
+
     const scheduler = await waitFor('the aset-scheduler', () =>
       stack.urlOf('edgeai-system', 'aset-scheduler'),
     );
@@ -232,7 +272,14 @@ async function runDemo(options: DemoOptions): Promise<DemoResult> {
       return left.items.length === 0 ? true : undefined;
     });
     step(`cascade        deleted ${jis}: its worker Services went with it`);
-    return { digits: n, accuracy, offloaded, reported, seconds: (Date.now() - started) / 1000 };
+    return {
+      digits: n,
+      accuracy,
+      offloaded,
+      reported,
+      updated,
+      seconds: (Date.now() - started) / 1000,
+    };
   } finally {
     await stack.close();
   }

@@ -22,7 +22,7 @@ describe('the local stack', () => {
   }, 120_000);
   afterAll(() => rmSync(outDir, { recursive: true, force: true }));
 
-  it('deploys the sample, answers with edge and cloud, reports, heals and cascades', async () => {
+  it('deploys the sample, answers with edge and cloud, reports, heals, updates and cascades', async () => {
     const lines: string[] = [];
     const result = await runDemo({
       root,
@@ -41,5 +41,8 @@ describe('the local stack', () => {
     expect(result.offloaded).toBe(result.reported.hardExampleNumber);
     expect(result.reported.inferenceNumber).toBe(200);
     expect(result.accuracy).toBeGreaterThan(0.95);
+    // The spec update raised the miner's threshold: the rolled-out edge offloads more.
+    expect(text).toMatch(/update +rolled out/);
+    expect(result.updated.offloaded).toBeGreaterThan(result.offloaded);
   }, 180_000);
 });
