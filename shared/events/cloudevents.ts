@@ -257,5 +257,5 @@ function encodeBinary(event: OutgoingEvent): { headers: Record<string, string>; 
   return { headers, body: event.data === undefined ? '' : JSON.stringify(event.data) };
 }
 
-export { decodeEvent, encodeBinary, eventMode };
+export { decodeEvent, encodeBinary, eventMode, headerValue };
 export type { IncomingEvent, OutgoingEvent };

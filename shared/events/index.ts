@@ -1,6 +1,6 @@
 /** CloudEvents: the type catalogue, HTTP decoding and encoding, media types. */
 export { eventTypes, isEventType } from './catalogue.js';
-export { decodeEvent, encodeBinary } from './cloudevents.js';
+export { decodeEvent, encodeBinary, headerValue } from './cloudevents.js';
 export { parseMediaType, decodeBytes } from './media.js';
 export { createEventSink } from './sink.js';
 export type { EventType } from './catalogue.js';

@@ -2,11 +2,11 @@
  * The broker's view of an event: its attributes as strings and its data as the bytes it came
  * with, so that what a subscriber receives is what the sender sent (id, time, data bytes), not a
  * re-encoding. Decoding uses shared/events' decodeEvent (both HTTP modes, required attributes
- * checked); encoding writes binary mode. encodeBinary in shared/events cannot forward an event
- * (it makes a new id and time), so the header encoding below repeats its percent-encoding rule.
+ * checked); encoding writes binary mode with shared/events' header encoding (encodeBinary itself
+ * cannot forward an event: it makes a new id and time).
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { decodeEvent, parseMediaType } from '../../events/index.js';
+import { decodeEvent, headerValue, parseMediaType } from '../../events/index.js';
 import type { IncomingEvent } from '../../events/index.js';
 
 /** An event in the broker. */
@@ -86,25 +86,6 @@ function decodeHttpEvent(headers: IncomingHttpHeaders, body: Uint8Array): Broker
   const media = contentType === undefined ? undefined : parseMediaType(contentType, 'Content-Type');
   const incoming = decodeEvent(headers, body, media);
   return incoming === undefined ? undefined : fromIncoming(incoming, body, contentType);
-}
-
-const headerSafe = /^[\x21\x23\x24\x26-\x7e]*$/;
-
-/**
- * Percent-encodes what the HTTP binding (CloudEvents 1.0.2, 3.1.3.2) says a header value must
- * not carry raw: space, double quote, percent and anything outside printable ASCII (the rule
- * shared/events applies to replies, which decodeEvent reverses).
- */
-function headerValue(value: string): string {
-  if (headerSafe.test(value)) return value;
-  let out = '';
-  for (const char of value) {
-    if (headerSafe.test(char)) out += char;
-    else
-      for (const byte of Buffer.from(char, 'utf8'))
-        out += `%${byte.toString(16).toUpperCase().padStart(2, '0')}`;
-  }
-  return out;
 }
 
 /** The headers of the event in binary mode: ce-* for each attribute, Content-Type for data. */
