@@ -21,6 +21,14 @@ const factory: FunctionFactory = ({ config, telemetry }) => {
     'edgeai_mlgraph_partial_joins_total',
     'Joins handed out incomplete at their deadline',
   );
+  const refused = metrics.counter(
+    'edgeai_mlgraph_refused_partials_total',
+    'Partial joins the sink refused for good (kept for GET only)',
+  );
+  const expired = metrics.counter(
+    'edgeai_mlgraph_expired_joins_total',
+    'Overdue joins whose keys expired before they were handed out (sweeps came too late)',
+  );
   const late = metrics.counter(
     'edgeai_mlgraph_late_inputs_total',
     'Inputs that arrived after their join had ended',
@@ -31,7 +39,9 @@ const factory: FunctionFactory = ({ config, telemetry }) => {
       node: settings.node,
       deadlineMs: settings.deadlineMs,
       keepMs: settings.keepMs,
-      leaseMs: Math.max(1_000, settings.deadlineMs),
+      // Longer than the sink's worst case (3 attempts of 5 s and the backoff between), so a
+      // partial being sent is not claimed and sent again by another replica meanwhile.
+      leaseMs: 30_000,
     }),
     now: Date.now,
     sink:
@@ -43,6 +53,22 @@ const factory: FunctionFactory = ({ config, telemetry }) => {
             attempts: 3,
           }),
     onPartial: () => partials(),
+    onRefused: (joined, err) => {
+      refused();
+      telemetry.log.error(
+        { puid: joined.puid, err },
+        'the sink refused a partial join: kept for GET only',
+      );
+    },
+    onSendError: (joined, err) =>
+      telemetry.log.warn(
+        { puid: joined.puid, err },
+        'partial join not sent; sent again after its lease',
+      ),
+    onExpired: (count) => {
+      expired({}, count);
+      telemetry.log.error({ count }, 'overdue joins expired before they were handed out');
+    },
   });
   return Promise.resolve({
     definition: joinerDefinition({

@@ -2,7 +2,7 @@
 export { eventTypes, isEventType } from './catalogue.js';
 export { decodeEvent, encodeBinary, headerValue } from './cloudevents.js';
 export { parseMediaType, decodeBytes } from './media.js';
-export { createEventSink } from './sink.js';
+export { createEventSink, SinkRefusedError } from './sink.js';
 export type { EventType } from './catalogue.js';
 export type { IncomingEvent, OutgoingEvent } from './cloudevents.js';
 export type { MediaType } from './media.js';

@@ -3,8 +3,9 @@
  * Broker, in our manifests — in binary mode, with retries under one backoff: what a function
  * emits on its own rather than as a reply.
  */
-import { ExponentialBackoff, handleAll, retry } from 'cockatiel';
+import { ExponentialBackoff, handleWhen, retry } from 'cockatiel';
 import { UnavailableError } from '../errors/index.js';
+import { headerValue } from './cloudevents.js';
 
 interface SinkEvent {
   /** Chosen by the caller: a resent event keeps its id, so the consumer can drop the copy. */
@@ -19,7 +20,23 @@ interface SinkEvent {
 
 type Sink = (event: SinkEvent) => Promise<void>;
 
-/** A sink that tries `attempts` times in all; UnavailableError (503) when it gives up. */
+/**
+ * The sink refused the event for good (a 4xx other than those Knative retries: 404, 408, 409,
+ * 429): sending it again cannot help, so it is not retried.
+ */
+class SinkRefusedError extends Error {
+  override readonly name = 'SinkRefusedError';
+  constructor(readonly status: number) {
+    super(`event sink refused the event: HTTP ${status}`);
+  }
+}
+
+const retriedStatuses = new Set([404, 408, 409, 429]);
+
+/**
+ * A sink that tries `attempts` times in all; UnavailableError (503) when it gives up, and
+ * SinkRefusedError at once when the sink refuses the event.
+ */
 function createEventSink(options: {
   url: string;
   source: string;
@@ -28,21 +45,27 @@ function createEventSink(options: {
   send?: typeof fetch;
 }): Sink {
   const send = options.send ?? fetch;
-  const policy = retry(handleAll, {
-    maxAttempts: options.attempts - 1,
-    backoff: new ExponentialBackoff({ initialDelay: 20, maxDelay: 500 }),
-  });
+  const policy = retry(
+    handleWhen((err) => !(err instanceof SinkRefusedError)),
+    {
+      maxAttempts: options.attempts - 1,
+      backoff: new ExponentialBackoff({ initialDelay: 20, maxDelay: 500 }),
+    },
+  );
   return async (event) => {
-    const headers: Record<string, string> = {
+    const headers: Record<string, string> = {};
+    // Extensions first, so that none can stand in for a required attribute.
+    for (const [name, value] of Object.entries(event.extensions ?? {})) {
+      headers[`ce-${name}`] = headerValue(value);
+    }
+    Object.assign(headers, {
       'content-type': 'application/json',
       'ce-specversion': '1.0',
-      'ce-id': event.id,
-      'ce-source': options.source,
-      'ce-type': event.type,
-    };
-    if (event.subject !== undefined) headers['ce-subject'] = event.subject;
-    for (const [name, value] of Object.entries(event.extensions ?? {}))
-      headers[`ce-${name}`] = value;
+      'ce-id': headerValue(event.id),
+      'ce-source': headerValue(options.source),
+      'ce-type': headerValue(event.type),
+    });
+    if (event.subject !== undefined) headers['ce-subject'] = headerValue(event.subject);
     if (event.traceparent !== undefined) headers['traceparent'] = event.traceparent;
     const body = JSON.stringify(event.data);
     try {
@@ -53,9 +76,14 @@ function createEventSink(options: {
           body,
           signal: AbortSignal.timeout(options.timeoutMs ?? 5000),
         });
-        if (!response.ok) throw new Error(`sink answered ${response.status}`);
+        const { status } = response;
+        if (status >= 400 && status < 500 && !retriedStatuses.has(status)) {
+          throw new SinkRefusedError(status);
+        }
+        if (!response.ok) throw new Error(`sink answered ${status}`);
       });
     } catch (err) {
+      if (err instanceof SinkRefusedError) throw err;
       throw new UnavailableError(
         `event sink unavailable: ${err instanceof Error ? err.message : String(err)}`,
       );
@@ -63,5 +91,5 @@ function createEventSink(options: {
   };
 }
 
-export { createEventSink };
+export { createEventSink, SinkRefusedError };
 export type { Sink, SinkEvent };

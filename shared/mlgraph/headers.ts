@@ -22,18 +22,23 @@ const extensions = {
   pendingRequests: 'mlgraphpending',
 } as const;
 
-/** A prediction id: whoever starts a request may choose it; else the first node makes one. */
+/**
+ * A prediction id: whoever starts a request may choose it; else the first node makes one. The
+ * contract's own example sends a number (`"puid": 1234`): a whole number is read as its digits.
+ */
 const puid = z
-  .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, 'must be 1-128 of [A-Za-z0-9._:-]');
+  .union([z.string(), z.number().int().nonnegative().transform(String)])
+  .pipe(
+    z.string().regex(/^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/, 'must be 1-128 of [A-Za-z0-9._:-]'),
+  );
 
-/** A single-valued header (or extension) read as text; repeated headers are refused. */
-function single(value: unknown, name: string): string | undefined {
-  if (value === undefined) return undefined;
-  if (typeof value !== 'string') {
-    throw new ValidationError(`${name}: expected one value`);
-  }
-  return value;
+/**
+ * A single-valued header, or an extension (a structured event may carry a number); a header
+ * sent twice is refused.
+ */
+function single(value: unknown, name: string): string | number | undefined {
+  if (value === undefined || typeof value === 'string' || typeof value === 'number') return value;
+  throw new ValidationError(`${name}: expected one value`);
 }
 
 /** Parses `value` with `schema`, naming the header in the error. */

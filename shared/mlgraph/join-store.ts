@@ -9,10 +9,11 @@
  * completes a join is the only one answered with the result (and again if that source resends
  * it), and an input arriving after the join has ended is reported late rather than reopening it.
  */
+import { randomUUID } from 'node:crypto';
 import { hashTag, key, luaScript, runScript } from '../redis/index.js';
 import type { RedisClient } from '../redis/index.js';
 
-type JoinState = 'open' | 'complete' | 'partial';
+type JoinState = 'open' | 'closing' | 'complete' | 'partial';
 
 /** A transaction's inputs by source, with how many the tightest bound still allowed for. */
 interface Joined {
@@ -38,15 +39,24 @@ interface JoinStore {
     payload: unknown;
     nowMs: number;
   }): Promise<AddOutcome>;
-  /** Open joins past their deadline, claimed for `leaseMs` so one replica hands each out. */
-  due(nowMs: number, limit: number): Promise<Joined[]>;
-  /** Marks a due join as handed out. */
-  finish(puid: string): Promise<void>;
+  /**
+   * Claims up to `limit` joins past their deadline for this caller: each is frozen (inputs that
+   * arrive from now on are late) and held for `leaseMs`; `expired` counts overdue joins whose
+   * key had expired before anyone handed them out.
+   */
+  due(
+    nowMs: number,
+    limit: number,
+  ): Promise<{ claimed: Array<Joined & { claim: string }>; expired: number }>;
+  /** Marks a claimed join as handed out; false when the claim was lost (its lease ran out). */
+  finish(puid: string, claim: string): Promise<boolean>;
   get(puid: string): Promise<Joined | undefined>;
 }
 
 // Hash of one transaction: `in:<source>` the inputs (JSON), `n` received, `bound` the tightest
-// upper bound on the total, `state`, `completer` the source whose input completed it.
+// upper bound on the total, `state` (open, closing while a replica hands it out as a partial,
+// then partial; or complete), `completer` the source whose input completed it, `claim` the
+// token of the replica handing it out.
 const addLua = `
 local join, deadlines = KEYS[1], KEYS[2]
 local puid, source, pending, payload = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
@@ -60,9 +70,11 @@ if state and state ~= 'open' then
 end
 if redis.call('HSETNX', join, 'in:' .. source, payload) == 0 then return {'waiting'} end
 local n = redis.call('HINCRBY', join, 'n', 1)
+-- pending counts the other inputs this input's path still allows for, arrived or not: the
+-- transaction has at most 1 + pending inputs, whatever arrived before.
 local bound = tonumber(redis.call('HGET', join, 'bound'))
-if bound == nil or n + pending < bound then
-  bound = n + pending
+if bound == nil or 1 + pending < bound then
+  bound = 1 + pending
   redis.call('HSET', join, 'bound', bound)
 end
 if n == 1 then
@@ -82,32 +94,56 @@ return {'waiting'}
 const dueLua = `
 local now, limit, lease = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
--- Claimed for a lease: a replica that dies before handing them out leaves them due again.
+-- Pushed a lease ahead: a replica that dies before handing them out leaves them due again.
 for _, puid in ipairs(due) do redis.call('ZADD', KEYS[1], now + lease, puid) end
 return due
 `;
 
-const finishLua = `
-if redis.call('HGET', KEYS[1], 'state') ~= 'open' then
+// Freezes an overdue join for the caller: later inputs are late, so the partial sent is what
+// the join holds. A claim whose lease ran out (its replica died) is taken over.
+const claimLua = `
+local state = redis.call('HGET', KEYS[1], 'state')
+if not state then
   redis.call('ZREM', KEYS[2], ARGV[1])
-  return 0
+  return {'expired'}
 end
+if state ~= 'open' and state ~= 'closing' then
+  redis.call('ZREM', KEYS[2], ARGV[1])
+  return {'done'}
+end
+redis.call('HSET', KEYS[1], 'state', 'closing', 'claim', ARGV[2])
+return {'claimed', redis.call('HGETALL', KEYS[1])}
+`;
+
+const finishLua = `
+if redis.call('HGET', KEYS[1], 'claim') ~= ARGV[2] then return 0 end
 redis.call('HSET', KEYS[1], 'state', 'partial')
+redis.call('HDEL', KEYS[1], 'claim')
 redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return 1
 `;
 
 const addScript = luaScript(2, addLua);
 const dueScript = luaScript(1, dueLua);
+const claimScript = luaScript(2, claimLua);
 const finishScript = luaScript(2, finishLua);
+
+/** A stored input: JSON, as written; a field that is not (never written so) is kept as text. */
+function inputOf(value: string): unknown {
+  try {
+    return JSON.parse(value) as unknown;
+  } catch {
+    return value;
+  }
+}
 
 function joinedFrom(puid: string, flat: readonly string[]): Joined {
   const fields = new Map<string, string>();
   for (let i = 0; i + 1 < flat.length; i += 2) fields.set(flat[i]!, flat[i + 1]!);
   const inputs: Record<string, unknown> = {};
   for (const [field, value] of [...fields].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    if (field.startsWith('in:')) inputs[field.slice(3)] = JSON.parse(value) as unknown;
+    if (field.startsWith('in:')) inputs[field.slice(3)] = inputOf(value);
   }
   const state = (fields.get('state') ?? 'open') as JoinState;
   const received = Number(fields.get('n') ?? 0);
@@ -127,13 +163,14 @@ function createJoinStore(
   const t = hashTag(`mlgraph:${options.node}`);
   const joinKey = (puid: string) => key('mlgraph', t, 'join', puid);
   const deadlines = key('mlgraph', t, 'deadlines');
-  async function finish(puid: string): Promise<void> {
-    await runScript(
+  async function finish(puid: string, claim: string): Promise<boolean> {
+    const done = await runScript(
       redis,
       finishScript,
-      [joinKey(puid), deadlines, puid, String(options.keepMs)],
+      [joinKey(puid), deadlines, puid, claim, String(options.keepMs)],
       (r) => r,
     );
+    return Number(done) === 1;
   }
   async function get(puid: string): Promise<Joined | undefined> {
     const flat = await redis.hgetall(joinKey(puid));
@@ -166,20 +203,26 @@ function createJoinStore(
       return { kind: 'waiting' };
     },
     async due(nowMs, limit) {
-      const claimed = await runScript(
+      const puids = await runScript(
         redis,
         dueScript,
         [deadlines, String(nowMs), String(limit), String(options.leaseMs)],
         (r) => r as string[],
       );
-      const joins: Joined[] = [];
-      for (const puid of claimed) {
-        const joined = await get(puid);
-        // Expired meanwhile (a join's key outlives its deadline by keepMs): nothing to hand out.
-        if (joined === undefined || joined.state !== 'open') await finish(puid);
-        else joins.push(joined);
+      const claimed: Array<Joined & { claim: string }> = [];
+      let expired = 0;
+      for (const puid of puids) {
+        const claim = randomUUID();
+        const [kind, fields] = await runScript(
+          redis,
+          claimScript,
+          [joinKey(puid), deadlines, puid, claim],
+          (r) => r as [string, string[]?],
+        );
+        if (kind === 'expired') expired += 1;
+        if (kind === 'claimed') claimed.push({ ...joinedFrom(puid, fields ?? []), claim });
       }
-      return joins;
+      return { claimed, expired };
     },
     finish,
     get,

@@ -7,6 +7,7 @@
  * `io.edgeai.mlgraph.joined` when it completes; the PingSource tick hands out overdue joins.
  */
 import { z } from 'zod';
+import { ValidationError } from '../errors/index.js';
 import { eventTypes } from '../events/index.js';
 import { defineFunction, onEvent, onRequest } from '../http/index.js';
 import type { Answer, FunctionDefinition, ReadinessCheck } from '../http/index.js';
@@ -28,11 +29,16 @@ function joinerDefinition(deps: {
   onLate?(outcome: Extract<AddOutcome, { kind: 'late' }>): void;
 }): FunctionDefinition {
   const { joiner } = deps;
-  const pending = z.coerce
-    .number()
-    .int()
-    .min(0)
-    .max(deps.maxInputs - 1, `at most ${deps.maxInputs - 1} (MLGRAPH_MAX_INPUTS - 1)`);
+  // Digits only (an empty header is not 0); a structured event may carry it as a JSON number.
+  const pending = z
+    .union([z.string().regex(/^\d{1,9}$/, 'must be a whole number'), z.number().int()])
+    .transform(Number)
+    .pipe(
+      z
+        .number()
+        .min(0)
+        .max(deps.maxInputs - 1, `at most ${deps.maxInputs - 1} (MLGRAPH_MAX_INPUTS - 1)`),
+    );
   const metadata = (
     read: (name: keyof typeof headers) => unknown,
     names: Record<string, string>,
@@ -42,6 +48,9 @@ function joinerDefinition(deps: {
     pending: parseMetadata(pending, read('pendingRequests'), names['pendingRequests']!),
   });
   async function add(input: ReturnType<typeof metadata> & { payload: unknown }) {
+    if (input.payload === undefined) {
+      throw new ValidationError("body: a join input needs a JSON body (the branch's answer)");
+    }
     const outcome = await joiner.add(input);
     if (outcome.kind === 'late') deps.onLate?.(outcome);
     // Not awaited: handing out overdue joins (a sink that may be slow) is not this input's work.
@@ -82,7 +91,7 @@ function joinerDefinition(deps: {
         method: 'POST',
         path: '/reward',
         // A joiner learns nothing from rewards; the contract still has it take them.
-        body: z.object({ puid, reward: z.number() }).strict(),
+        body: z.object({ puid, reward: z.number().min(0).max(1) }).strict(),
         handle: () => Promise.resolve({ kind: 'accepted' }),
       }),
     ],

@@ -6,7 +6,7 @@
  * `partial: true`, and to anyone who asks for it by prediction id.
  */
 import { NotFoundError } from '../errors/index.js';
-import { eventTypes } from '../events/index.js';
+import { SinkRefusedError, eventTypes } from '../events/index.js';
 import type { Sink } from '../events/index.js';
 import { extensions } from './headers.js';
 import type { AddOutcome, JoinStore, Joined } from './join-store.js';
@@ -14,6 +14,7 @@ import type { AddOutcome, JoinStore, Joined } from './join-store.js';
 /** What a completed or partial join answers with. */
 interface JoinResult {
   readonly puid: string;
+  /** Handed out at the deadline, or still open (a `get` before it ends). */
   readonly partial: boolean;
   /** Inputs the tightest bound still allowed for when the join ended. */
   readonly missing: number;
@@ -28,7 +29,7 @@ interface Joiner {
     pending: number;
     payload: unknown;
   }): Promise<AddOutcome>;
-  /** Hands out the joins past their deadline; says how many. */
+  /** Hands out the joins past their deadline; says how many went out. */
   sweep(): Promise<number>;
   get(puid: string): Promise<JoinResult & { state: Joined['state'] }>;
 }
@@ -49,28 +50,48 @@ function createJoiner(deps: {
   /** Where partials go (K_SINK); without one they are only kept for `get`. */
   sink: Sink | undefined;
   sweepLimit?: number;
+  /** A partial handed out (sent to the sink, or kept for `get` without one). */
   onPartial?(joined: Joined): void;
+  /** The sink refused a partial for good: it is kept for `get` only. */
+  onRefused?(joined: Joined, error: SinkRefusedError): void;
+  /** The sink could not take a partial now: it is sent again when its claim's lease ends. */
+  onSendError?(joined: Joined, error: unknown): void;
+  /** Overdue joins whose keys expired before anyone handed them out (nothing was sent). */
+  onExpired?(count: number): void;
 }): Joiner {
   const { store } = deps;
   const limit = deps.sweepLimit ?? 100;
   return {
     add: (input) => store.add({ ...input, nowMs: deps.now() }),
     async sweep() {
-      const due = await store.due(deps.now(), limit);
-      for (const joined of due) {
-        // A sink failure leaves the join claimed until its lease ends, then due again: the
-        // event's id is fixed per transaction, so a resend after a lost answer is one event.
-        await deps.sink?.({
-          id: `${deps.node}:${joined.puid}:partial`,
-          type: eventTypes.graphJoined,
-          subject: joined.puid,
-          data: { ...resultOf(joined), partial: true },
-          extensions: { [extensions.puid]: joined.puid },
-        });
-        await store.finish(joined.puid);
-        deps.onPartial?.(joined);
+      const { claimed, expired } = await store.due(deps.now(), limit);
+      if (expired > 0) deps.onExpired?.(expired);
+      let handed = 0;
+      for (const joined of claimed) {
+        try {
+          // The event's id is fixed per transaction: a resend after a lost answer is one event.
+          await deps.sink?.({
+            id: `${deps.node}:${joined.puid}:partial`,
+            type: eventTypes.graphJoined,
+            subject: joined.puid,
+            data: { ...resultOf(joined), partial: true },
+            extensions: { [extensions.puid]: joined.puid },
+          });
+        } catch (error) {
+          if (!(error instanceof SinkRefusedError)) {
+            // Left claimed: due again when the lease ends. The next join is not held up.
+            deps.onSendError?.(joined, error);
+            continue;
+          }
+          if (await store.finish(joined.puid, joined.claim)) deps.onRefused?.(joined, error);
+          continue;
+        }
+        if (await store.finish(joined.puid, joined.claim)) {
+          handed += 1;
+          deps.onPartial?.(joined);
+        }
       }
-      return due.length;
+      return handed;
     },
     async get(puid) {
       const joined = await store.get(puid);
@@ -92,14 +113,19 @@ function sweepEvery(
   onError: (error: unknown) => void,
 ): () => Promise<void> {
   let last = -Infinity;
+  let running = false;
   return async () => {
     const at = now();
-    if (at - last < everyMs) return;
+    // One sweep at a time: a slow sink must not stack sweeps of the same joins.
+    if (running || at - last < everyMs) return;
     last = at;
+    running = true;
     try {
       await joiner.sweep();
     } catch (error) {
       onError(error);
+    } finally {
+      running = false;
     }
   };
 }

@@ -12,7 +12,7 @@ const schema = z.object({
   K_SERVICE: childName.optional(),
   MLGRAPH_CHILDREN: z.string().min(1),
   MLGRAPH_ROUTE: z.string().default('{"kind":"static"}'),
-  MLGRAPH_PUID_TTL_SECONDS: z.coerce.number().int().min(1).default(86_400),
+  MLGRAPH_PUID_TTL_SECONDS: z.coerce.number().int().min(1).default(3_600),
 });
 
 interface RouterConfig {

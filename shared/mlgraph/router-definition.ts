@@ -4,6 +4,7 @@
  * The same as CloudEvents: a predict event is answered by a routed event carrying the payload
  * and the `mlgraphroute` and `mlgraphpuid` extensions.
  */
+import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { NotFoundError } from '../errors/index.js';
 import { eventTypes } from '../events/index.js';
@@ -13,6 +14,11 @@ import { extensions, headers, parseMetadata, puid } from './headers.js';
 import type { Router } from './router.js';
 
 const reward = z.object({ puid, reward: z.number().min(0).max(1) }).strict();
+
+/** An event's prediction id: ids are unique per source only, so both are in it. */
+function eventPuid(source: string, id: string): string {
+  return `ce-${createHash('sha256').update(`${source.length}:${source}:${id}`).digest('hex').slice(0, 32)}`;
+}
 
 function routerDefinition(deps: {
   router: Router;
@@ -60,10 +66,10 @@ function routerDefinition(deps: {
         data: z.unknown(),
         replies: [eventTypes.graphRouted],
         async handle({ data, event }) {
-          // A redelivered event keeps its id, hence its prediction id, hence its route.
+          // A redelivered event keeps its source and id, hence its prediction id and its route.
           const given =
             parseMetadata(puid.optional(), event.extensions[extensions.puid], extensions.puid) ??
-            parseMetadata(puid, event.id, 'id');
+            eventPuid(event.source, event.id);
           const routed = await router.predict({ puid: given, body: data });
           return {
             kind: 'reply',

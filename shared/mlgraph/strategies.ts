@@ -58,6 +58,8 @@ type Strategy = z.output<typeof strategy>;
 interface ArmStats {
   readonly rewarded: number;
   readonly reward: number;
+  /** Predictions routed to the child, rewarded or not (0 when unknown). */
+  readonly routed?: number;
 }
 
 const banditKinds: ReadonlySet<Strategy['kind']> = new Set(['epsilon-greedy', 'thompson', 'ucb1']);
@@ -143,11 +145,16 @@ function beta(a: number, b: number, uniform: () => number, normal: () => number)
   return x / (x + gamma(b, uniform, normal));
 }
 
-/** The index of the largest score; ties go to the first (the children's configured order). */
-function argmax(scores: readonly number[]): number {
-  let best = 0;
-  for (let i = 1; i < scores.length; i += 1) if (scores[i]! > scores[best]!) best = i;
-  return best;
+/**
+ * The index of the largest score; a tie is broken uniformly (always taking the first would send
+ * everything to one child while the scores are still equal, e.g. before any reward).
+ */
+function argmax(scores: readonly number[], uniform: () => number): number {
+  const top = Math.max(...scores);
+  const tied = scores.flatMap((score, i) => (score === top ? [i] : []));
+  return tied.length === 1
+    ? tied[0]!
+    : tied[Math.min(tied.length - 1, Math.floor(uniform() * tied.length))]!;
 }
 
 const mean = (arm: ArmStats | undefined) =>
@@ -190,7 +197,14 @@ function route(
     }
     case 'epsilon-greedy': {
       if (input.uniform() < s.epsilon) return [pick()];
-      return [children[argmax(children.map((c) => mean(input.stats.get(c))))]!];
+      return [
+        children[
+          argmax(
+            children.map((c) => mean(input.stats.get(c))),
+            input.uniform,
+          )
+        ]!,
+      ];
     }
     case 'thompson': {
       const draws = children.map((c) => {
@@ -199,17 +213,22 @@ function route(
         const failures = Math.max(0, (arm?.rewarded ?? 0) - successes);
         return beta(1 + successes, 1 + failures, input.uniform, input.normal);
       });
-      return [children[argmax(draws)]!];
+      return [children[argmax(draws, input.uniform)]!];
     }
     case 'ucb1': {
-      const fresh = children.find((c) => (input.stats.get(c)?.rewarded ?? 0) === 0);
-      if (fresh !== undefined) return [fresh];
+      // Children without a reward yet come first, the least routed of them: rewards arrive
+      // late or never, and counting only rewards would send everything to the first of them.
+      const fresh = children.filter((c) => (input.stats.get(c)?.rewarded ?? 0) === 0);
+      if (fresh.length > 0) {
+        const routed = fresh.map((c) => -(input.stats.get(c)?.routed ?? 0));
+        return [fresh[argmax(routed, input.uniform)]!];
+      }
       const total = children.reduce((n, c) => n + input.stats.get(c)!.rewarded, 0);
       const scores = children.map((c) => {
         const arm = input.stats.get(c)!;
         return mean(arm) + Math.sqrt((2 * Math.log(total)) / arm.rewarded);
       });
-      return [children[argmax(scores)]!];
+      return [children[argmax(scores, input.uniform)]!];
     }
   }
 }

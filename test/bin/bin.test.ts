@@ -23,6 +23,19 @@ import { testRedis } from '../support/redis.js';
 const run = promisify(execFile);
 const root = new URL('../../', import.meta.url);
 
+/**
+ * Waits until the function says it is ready (Redis connected): it listens before its client
+ * is, and a request in that gap is a 503, as it should be.
+ */
+async function readiness(base: string): Promise<void> {
+  for (let i = 0; i < 200; i++) {
+    const answer = await fetch(`${base}/health/readiness`).catch(() => undefined);
+    if (answer?.status === 200) return;
+    await sleep(50);
+  }
+  throw new Error(`${base} never became ready`);
+}
+
 describe('bin', () => {
   // Inside the project, so the compiled code resolves node_modules and "type": "module".
   const outDir = join(fileURLToPath(root), `.test-build-${randomUUID()}`);
@@ -153,13 +166,10 @@ describe('bin', () => {
         body: JSON.stringify(body),
       });
     try {
-      let first: Response | undefined;
-      for (let i = 0; i < 100 && first === undefined; i++) {
-        await sleep(100);
-        first = await post('/v1/streams', { id: 'cam-1', ...stream }).catch(() => undefined);
-      }
-      expect(first?.status).toBe(201);
-      const placement = (await first!.json()) as {
+      await readiness(base);
+      const first = await post('/v1/streams', { id: 'cam-1', ...stream });
+      expect(first.status).toBe(201);
+      const placement = (await first.json()) as {
         worker: { variant: string; cluster: string };
         policy: string;
         endpoint: string;
@@ -220,9 +230,9 @@ describe('bin', () => {
       expect((await fetch(`${base}/v1/streams/cam-1`, { method: 'DELETE' })).status).toBe(200);
       expect((await fetch(`${base}/v1/streams/cam-1`, { method: 'DELETE' })).status).toBe(404);
       const metrics = await (await fetch(`${base}/metrics`)).text();
-      expect(metrics).toMatch(/edgeai_aset_streams_total\{[^}]*outcome="bound"[^}]*\} 2/);
+      expect(metrics).toMatch(/edgeai_aset_streams_total\{[^}]*outcome="bound"[^}]*\} 2\n/);
       // The first request started the first window: its policy was chosen once.
-      expect(metrics).toMatch(/edgeai_aset_windows_total\{[^}]*policy="[a-z-]+"[^}]*\} 1/);
+      expect(metrics).toMatch(/edgeai_aset_windows_total\{[^}]*policy="[a-z-]+"[^}]*\} 1\n/);
     } finally {
       child.kill('SIGTERM');
       await once(child, 'exit');
@@ -265,17 +275,14 @@ describe('bin', () => {
         },
       });
       try {
-        let answer: Response | undefined;
-        for (let i = 0; i < 100 && answer === undefined; i++) {
-          await sleep(100);
-          answer = await fetch(`http://127.0.0.1:${port}/predict`, {
-            method: 'POST',
-            headers: { 'content-type': 'application/json', 'mlgraph-puid': 'bin-1', ...headers },
-            body: JSON.stringify({ instances: [1] }),
-          }).catch(() => undefined);
-        }
-        expect(answer?.status).toBe(200);
-        await check(answer!);
+        await readiness(`http://127.0.0.1:${port}`);
+        const answer = await fetch(`http://127.0.0.1:${port}/predict`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', 'mlgraph-puid': 'bin-1', ...headers },
+          body: JSON.stringify({ instances: [1] }),
+        });
+        expect(answer.status).toBe(200);
+        await check(answer);
       } finally {
         child.kill('SIGTERM');
         await once(child, 'exit');

@@ -7,13 +7,14 @@ import { createServer } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createEventSink, eventTypes } from '../../../shared/events/index.js';
+import { SinkRefusedError, createEventSink, eventTypes } from '../../../shared/events/index.js';
 import { buildServer } from '../../../shared/http/index.js';
 import {
   createJoinStore,
   createJoiner,
   joinerDefinition,
   loadJoinerConfig,
+  sweepEvery,
 } from '../../../shared/mlgraph/index.js';
 import { capturedTelemetry, listen, postEvent } from '../../support/http.js';
 import type { Listening } from '../../support/http.js';
@@ -36,7 +37,7 @@ describe('joiner', () => {
       leaseMs: 500,
     });
 
-  it('completes on the input that meets the tightest bound, however inputs arrive (property)', async () => {
+  it('completes when as many inputs arrived as the tightest bound allows, in any order (property)', async () => {
     const arrivals = fc.integer({ min: 1, max: 6 }).chain((n) =>
       fc.tuple(
         fc.shuffledSubarray(['a', 'b', 'c', 'd', 'e', 'f'].slice(0, n), {
@@ -44,17 +45,19 @@ describe('joiner', () => {
           maxLength: n,
         }),
         fc.array(fc.nat(3), { minLength: n, maxLength: n }),
+        fc.nat(n - 1),
         fc.array(fc.nat(n - 1), { maxLength: 4 }),
       ),
     );
     await fc.assert(
-      fc.asyncProperty(arrivals, async ([order, slack, resends]) => {
+      fc.asyncProperty(arrivals, async ([order, slack, exact, resends]) => {
         const s = store();
         const n = order.length;
         const outcomes: string[] = [];
         for (let k = 0; k < n; k += 1) {
-          // Each path's bound may be loose, but the last input's is exact.
-          const pending = n - k - 1 + (k === n - 1 ? 0 : slack[k]!);
+          // Each input's path counts the other inputs it still allows for, arrived or not; one
+          // path is exact, the others may count branches that were not taken.
+          const pending = n - 1 + (k === exact ? 0 : slack[k]!);
           const add = (source: string, p: number) =>
             s.add({ puid: 'tx', source, pending: p, payload: { from: source }, nowMs: 0 });
           const outcome = await add(order[k]!, pending);
@@ -65,7 +68,7 @@ describe('joiner', () => {
           }
           // Redeliveries of inputs already taken change nothing while the join is open.
           for (const r of resends) {
-            if (r < k) expect((await add(order[r]!, 0)).kind).toMatch(/waiting|late/);
+            if (r < k) expect((await add(order[r]!, n - 1)).kind).toMatch(/waiting|late/);
           }
         }
         expect(outcomes).toEqual([...Array<string>(n - 1).fill('waiting'), 'complete']);
@@ -83,6 +86,26 @@ describe('joiner', () => {
     );
   });
 
+  it('completes as soon as a path says no branch is left, whichever input came first', async () => {
+    // The contract's graph: the root forks to A and to router R, which may send to B and C;
+    // R took only B. A's path allows 2 others, B's path 1 (A).
+    for (const order of [
+      ['A', 'B'],
+      ['B', 'A'],
+    ]) {
+      const s = store();
+      const pending: Record<string, number> = { A: 2, B: 1 };
+      const outcomes = [];
+      for (const source of order) {
+        outcomes.push(
+          (await s.add({ puid: 'fork', source, pending: pending[source]!, payload: 0, nowMs: 0 }))
+            .kind,
+        );
+      }
+      expect(outcomes).toEqual(['waiting', 'complete']);
+    }
+  });
+
   it('completes once when the inputs race in from many replicas', async () => {
     const s = store();
     const sources = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
@@ -92,28 +115,87 @@ describe('joiner', () => {
     expect(outcomes.filter((o) => o.kind === 'complete')).toHaveLength(1);
   });
 
-  it('hands an overdue join out once, as a partial, and refuses inputs after it', async () => {
+  it('hands an overdue join out once, frozen when claimed, to whoever holds the claim', async () => {
     const s = store(1_000);
     await s.add({ puid: 'slow', source: 'a', pending: 2, payload: 'A', nowMs: 0 });
-    await s.add({ puid: 'slow', source: 'b', pending: 1, payload: 'B', nowMs: 10 });
-    expect(await s.due(999, 10)).toEqual([]);
+    await s.add({ puid: 'slow', source: 'b', pending: 2, payload: 'B', nowMs: 10 });
+    expect((await s.due(999, 10)).claimed).toEqual([]);
     const [first, second] = await Promise.all([s.due(1_000, 10), s.due(1_000, 10)]);
-    const claimed = [...first, ...second];
-    expect(claimed).toEqual([
-      { puid: 'slow', state: 'open', inputs: { a: 'A', b: 'B' }, missing: 1 },
-    ]);
-    // Not finished within its lease: due again (a replica died before handing it out).
-    expect(await s.due(1_499, 10)).toEqual([]);
-    expect(await s.due(1_500, 10)).toHaveLength(1);
-    await s.finish('slow');
-    expect(await s.due(5_000, 10)).toEqual([]);
-    expect(await s.add({ puid: 'slow', source: 'c', pending: 0, payload: 'C', nowMs: 20 })).toEqual(
-      {
-        kind: 'late',
-        state: 'partial',
-      },
-    );
+    const claimed = [...first.claimed, ...second.claimed];
+    expect(claimed).toHaveLength(1);
+    expect(claimed[0]).toMatchObject({
+      puid: 'slow',
+      state: 'closing',
+      inputs: { a: 'A', b: 'B' },
+      missing: 1,
+    });
+    // Claimed means frozen: what arrives now is late, not lost inside a partial already read.
+    expect(
+      await s.add({ puid: 'slow', source: 'c', pending: 0, payload: 'C', nowMs: 1_001 }),
+    ).toEqual({ kind: 'late', state: 'closing' });
+    // Not finished within its lease (its replica died): due again, and the claim moves.
+    expect((await s.due(1_499, 10)).claimed).toEqual([]);
+    const again = await s.due(1_500, 10);
+    expect(again.claimed).toHaveLength(1);
+    expect(await s.finish('slow', claimed[0]!.claim)).toBe(false);
+    expect(await s.finish('slow', again.claimed[0]!.claim)).toBe(true);
+    expect((await s.due(5_000, 10)).claimed).toEqual([]);
     expect(await s.get('slow')).toMatchObject({ state: 'partial', missing: 1 });
+  });
+
+  it('keeps sending the other partials when the sink refuses one for good', async () => {
+    const s = store(100);
+    for (const puid of ['a1', 'b2', 'c3']) {
+      await s.add({ puid, source: 'x', pending: 1, payload: puid, nowMs: 0 });
+    }
+    const sent: string[] = [];
+    const refused: string[] = [];
+    const joiner = createJoiner({
+      node: 'n',
+      store: s,
+      now: () => 1_000,
+      sink: (event) => {
+        if (event.subject === 'a1') return Promise.reject(new SinkRefusedError(413));
+        sent.push(event.subject ?? '');
+        return Promise.resolve();
+      },
+      onRefused: (joined) => refused.push(joined.puid),
+    });
+    expect(await joiner.sweep()).toBe(2);
+    expect(sent.sort()).toEqual(['b2', 'c3']);
+    expect(refused).toEqual(['a1']);
+    expect(await joiner.sweep()).toBe(0);
+    expect((await s.get('a1'))?.state).toBe('partial');
+  });
+
+  it('runs one sweep at a time on a replica, however slow the sink', async () => {
+    let sweeps = 0;
+    let release: () => void = () => {};
+    const slow = {
+      sweep: () => {
+        sweeps += 1;
+        return new Promise<number>((resolve) => (release = () => resolve(0)));
+      },
+    };
+    const clock = { now: 0 };
+    const sweep = sweepEvery(
+      slow,
+      10,
+      () => clock.now,
+      () => {},
+    );
+    const first = sweep();
+    for (let i = 0; i < 5; i += 1) {
+      clock.now += 100;
+      await sweep();
+    }
+    expect(sweeps).toBe(1);
+    release();
+    await first;
+    clock.now += 100;
+    void sweep();
+    expect(sweeps).toBe(2);
+    release();
   });
 
   describe('as a function', () => {
@@ -194,6 +276,24 @@ describe('joiner', () => {
       });
       expect(noSource.status).toBe(400);
       expect(await noSource.text()).toContain('mlgraph-source');
+      const empty = await fetch(`${server.url}/predict`, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          'mlgraph-puid': 'p2',
+          'mlgraph-source': 'a',
+          'mlgraph-pending-requests': '',
+        },
+        body: '{}',
+      });
+      expect(empty.status).toBe(400);
+      expect(await empty.text()).toContain('mlgraph-pending-requests');
+      const bodyless = await fetch(`${server.url}/predict`, {
+        method: 'POST',
+        headers: { 'mlgraph-puid': 'p2', 'mlgraph-source': 'a', 'mlgraph-pending-requests': '0' },
+      });
+      expect(bodyless.status).toBe(400);
+      expect(await bodyless.text()).toContain('needs a JSON body');
       const tooMany = await input('p2', 'a', 9, {});
       expect(tooMany.status).toBe(400);
       expect(await tooMany.text()).toContain('MLGRAPH_MAX_INPUTS');

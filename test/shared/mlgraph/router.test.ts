@@ -36,7 +36,7 @@ describe('router', () => {
   }
 
   it('keeps the first route of a prediction id, whatever a retry would draw', async () => {
-    const r = router({ kind: 'weighted', weights: { small: 1, large: 1 } });
+    const r = router({ kind: 'epsilon-greedy', epsilon: 1 });
     const first = await r.predict({ puid: 'p-1', body: {} });
     for (let i = 0; i < 20; i += 1) {
       expect(await r.predict({ puid: 'p-1', body: {} })).toEqual(first);
@@ -44,20 +44,43 @@ describe('router', () => {
     expect((await r.arms()).children.reduce((n, c) => n + c.routed, 0)).toBe(1);
   });
 
-  it('applies a reward once, to the children the prediction went to', async () => {
-    const r = router({ kind: 'static' });
-    const { puid } = await r.predict({ puid: undefined, body: {} });
+  it('applies a reward once, to the child the prediction went to', async () => {
+    const r = router({ kind: 'epsilon-greedy', epsilon: 1 });
+    const { puid, route } = await r.predict({ puid: undefined, body: {} });
     const outcomes = await Promise.all([
       r.reward(puid, 0.5),
       r.reward(puid, 0.5),
-      r.reward(puid, 1),
+      r.reward(puid, 0.5),
     ]);
     expect(outcomes.filter((o) => o === 'applied')).toHaveLength(1);
-    expect((await r.arms()).children).toEqual([
-      { name: 'small', routed: 1, rewarded: 1, meanReward: expect.any(Number) as number },
-      { name: 'large', routed: 1, rewarded: 1, meanReward: expect.any(Number) as number },
-    ]);
+    const arms = (await r.arms()).children;
+    expect(arms.find((a) => a.name === route[0])).toMatchObject({
+      routed: 1,
+      rewarded: 1,
+      meanReward: 0.5,
+    });
+    expect(arms.find((a) => a.name !== route[0])).toMatchObject({ routed: 0, rewarded: 0 });
     await expect(r.reward('never-routed', 1)).rejects.toThrow(NotFoundError);
+  });
+
+  it('keeps nothing per prediction when the strategy does not learn', async () => {
+    // This test's keys only (other test files share the server): the prefix is spelled out
+    // because SCAN patterns do not get the client's key prefix.
+    const keys = async () => {
+      let count = 0;
+      let cursor = '0';
+      do {
+        const [next, found] = await redis.client.scan(cursor, 'MATCH', `${redis.prefix}*`);
+        count += found.length;
+        cursor = next;
+      } while (cursor !== '0');
+      return count;
+    };
+    const before = await keys();
+    const r = router({ kind: 'weighted', weights: { small: 1, large: 1 } });
+    const { puid } = await r.predict({ puid: undefined, body: {} });
+    expect(await r.reward(puid, 1)).toBe('ignored');
+    expect(await keys()).toBe(before);
   });
 
   it('learns from rewards stored in Redis: Thompson sampling moves to the better child', async () => {
@@ -76,11 +99,17 @@ describe('router', () => {
     let server: Listening;
     beforeAll(async () => {
       server = await listen(
-        buildServer(routerDefinition({ router: router({ kind: 'ucb1' }), readiness: [] }), {
-          telemetry: capturedTelemetry('router'),
-          bodyLimitBytes: 4096,
-          readinessTimeoutMs: 1000,
-        }),
+        buildServer(
+          routerDefinition({
+            router: router({ kind: 'epsilon-greedy', epsilon: 1 }),
+            readiness: [],
+          }),
+          {
+            telemetry: capturedTelemetry('router'),
+            bodyLimitBytes: 4096,
+            readinessTimeoutMs: 1000,
+          },
+        ),
       );
     });
     afterAll(() => server.close());
@@ -117,20 +146,37 @@ describe('router', () => {
     });
 
     it('answers a predict event with a routed event, the same route on redelivery', async () => {
-      const send = () =>
-        postEvent(server.url, eventTypes.graphPredict, { x: 1 }, { 'ce-id': 'event-7' });
-      const first = await send();
+      const send = (source: string) =>
+        postEvent(
+          server.url,
+          eventTypes.graphPredict,
+          { x: 1 },
+          {
+            'ce-id': 'event-7',
+            'ce-source': source,
+          },
+        );
+      const first = await send('/clients/a');
       expect(first.status).toBe(200);
       expect(first.headers.get('ce-type')).toBe(eventTypes.graphRouted);
-      expect(first.headers.get('ce-mlgraphpuid')).toBe('event-7');
+      const puid = first.headers.get('ce-mlgraphpuid');
+      expect(puid).toMatch(/^ce-[0-9a-f]{32}$/);
       expect(await first.json()).toEqual({ x: 1 });
-      const again = await send();
-      expect(again.headers.get('ce-mlgraphroute')).toBe(first.headers.get('ce-mlgraphroute'));
+      for (let i = 0; i < 10; i += 1) {
+        const again = await send('/clients/a');
+        expect(again.headers.get('ce-mlgraphpuid')).toBe(puid);
+        expect(again.headers.get('ce-mlgraphroute')).toBe(first.headers.get('ce-mlgraphroute'));
+      }
+      // Event ids are unique per source only: another source's event-7 is another prediction.
+      const other = await send('/clients/b');
+      expect(other.headers.get('ce-mlgraphpuid')).not.toBe(puid);
       const reward = await postEvent(server.url, eventTypes.graphReward, {
         puid: 'forgotten',
         reward: 0,
       });
       expect(reward.status).toBe(202);
+      // The contract's own example: a numeric prediction id.
+      expect((await post('/reward', { puid: 1234, reward: 1 })).status).toBe(404);
     });
   });
 

@@ -89,19 +89,37 @@ describe('route strategies', () => {
     expect(go('not an object')).toEqual(['small']);
   });
 
-  it('ucb1 tries every child before it compares them', () => {
+  it('ucb1 tries every child before it compares them, the least routed first', () => {
     const arms = new Map<string, ArmStats>([
-      ['small', { rewarded: 10, reward: 9 }],
-      ['medium', { rewarded: 0, reward: 0 }],
+      ['small', { rewarded: 10, reward: 9, routed: 12 }],
+      ['medium', { rewarded: 0, reward: 0, routed: 5 }],
     ]);
-    expect(
+    const go = () =>
       route({ kind: 'ucb1' }, children, {
         body: {},
         stats: arms,
         uniform: Math.random,
         normal: Math.random,
-      }),
-    ).toEqual(['medium']);
+      });
+    // large has neither rewards nor routes: rewards come late, so routes decide among the fresh.
+    expect(go()).toEqual(['large']);
+    arms.set('large', { rewarded: 0, reward: 0, routed: 9 });
+    expect(go()).toEqual(['medium']);
+  });
+
+  it('epsilon-greedy spreads ties instead of sending everything to the first child', () => {
+    const uniform = seededRandom(3);
+    const counts = new Map<string, number>();
+    for (let i = 0; i < 3_000; i += 1) {
+      const [c] = route({ kind: 'epsilon-greedy', epsilon: 0 }, children, {
+        body: {},
+        stats: new Map(),
+        uniform,
+        normal: normal(uniform),
+      });
+      counts.set(c!, (counts.get(c!) ?? 0) + 1);
+    }
+    for (const c of children) expect(counts.get(c)! / 3_000).toBeGreaterThan(0.25);
   });
 
   it.each<[Strategy, number]>([
