@@ -9,6 +9,7 @@ import {
   loadAsetSchedulerConfig,
   loadScenario,
   readTrainedNetwork,
+  scenarioFingerprint,
 } from '../../shared/aset/index.js';
 import { redisReadiness, requireRedis } from '../../shared/redis/index.js';
 import { defineMetrics } from '../../shared/telemetry/index.js';
@@ -39,7 +40,9 @@ const factory: FunctionFactory = async ({ config, telemetry }) => {
   const scheduler = createAsetScheduler({
     topology,
     store: createBindingStore(redis, {
-      topology: topology.name,
+      // The scenario's fingerprint in the keys: a retrained topology with other workers must
+      // not read the bindings and loads of the old one by worker index.
+      topology: `${topology.name}-${scenarioFingerprint(scenario).slice(0, 12)}`,
       workers: topology.workers.length,
       tombstoneMs: settings.tombstoneMs,
       dedupeSeconds: settings.dedupeSeconds,

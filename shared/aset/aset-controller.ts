@@ -34,7 +34,6 @@ async function createAsetController(options: {
       `ASET network takes ${network.inputWidth} inputs and gives ${network.outputWidth} values; topology ${options.topology.name} needs ${expected} -> ${policyNames.length} (trained for another topology?)`,
     );
   }
-  const state = new Float32Array(expected);
   let lastQ: Float32Array | undefined;
   return {
     name: 'ASET',
@@ -42,7 +41,9 @@ async function createAsetController(options: {
       return lastQ;
     },
     async choose(previous): Promise<PolicyName> {
-      encodeState(options.topology, previous, state);
+      // A state per call: onnxruntime reads its input later, so overlapping calls sharing one
+      // array would each see the other's state.
+      const state = encodeState(options.topology, previous);
       lastQ = await network.run(state, 1);
       return policyNames[greedyAction(lastQ)]!;
     },

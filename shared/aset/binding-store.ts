@@ -122,6 +122,10 @@ local function integrate(w, now)
   if t == nil or now > t then redis.call('HSET', workers, w .. ':t', now) end
 end
 local function release(id, now, tombstoneUntil)
+  -- An end is remembered even for a stream with no binding (its request still on its way, or
+  -- retried after a failure): the request must not bind it afterwards.
+  redis.call('ZADD', ended, tombstoneUntil, id)
+  redis.call('ZREM', expiry, id)
   local text = redis.call('HGET', bindings, id)
   if not text then return nil end
   local r = cjson.decode(text)
@@ -136,8 +140,6 @@ local function release(id, now, tombstoneUntil)
     redis.call('HINCRBYFLOAT', workers, w .. ':v' .. r.cell, '-' .. r.rate)
   end
   redis.call('HDEL', bindings, id)
-  redis.call('ZREM', expiry, id)
-  redis.call('ZADD', ended, tombstoneUntil, id)
   return text
 end
 `;
@@ -182,16 +184,18 @@ return #due
 
 const windowLua = `${prelude}
 local now, span, count = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local start = tonumber(redis.call('HGET', window, 'start'))
+-- Times are stored and returned as the caller's strings: setPolicy compares them as text.
+local stored = redis.call('HGET', window, 'start')
+local start = tonumber(stored)
 local policy = redis.call('HGET', window, 'policy')
 if start == nil then
-  redis.call('HSET', window, 'start', now)
+  redis.call('HSET', window, 'start', ARGV[1])
   redis.call('HDEL', window, 'policy')
-  return {'started', tostring(now)}
+  return {'started', ARGV[1]}
 end
-if now - start < span then return {'current', tostring(start), policy} end
+if now - start < span then return {'current', stored, policy} end
 local elapsed = now - start
-local out = {'rolled', tostring(start), tostring(now), policy}
+local out = {'rolled', stored, ARGV[1], policy}
 for w = 0, count - 1 do
   integrate(w, now)
   local integrals = redis.call('HMGET', workers, unpack(names(w, 'i')))
@@ -208,7 +212,7 @@ for w = 0, count - 1 do
   redis.call('HDEL', workers, unpack(names(w, 'i')))
   redis.call('HDEL', window, 'r:' .. w)
 end
-redis.call('HSET', window, 'start', now)
+redis.call('HSET', window, 'start', ARGV[1])
 return out
 `;
 

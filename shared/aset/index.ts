@@ -6,7 +6,7 @@
 export { createDeployedController } from './aset-controller.js';
 export { createBindingStore } from './binding-store.js';
 export { readTrainedNetwork } from './network-card.js';
-export { loadScenario } from './scenario.js';
+export { loadScenario, scenarioFingerprint } from './scenario.js';
 export { createAsetScheduler } from './scheduler.js';
 export { loadAsetSchedulerConfig, endpointFrom } from './scheduler-config.js';
 export { asetSchedulerDefinition } from './scheduler-definition.js';

@@ -1,4 +1,6 @@
 /** aset-scheduler's settings, read once at start-up (see docs/aset-scheduler.md). */
+import { resolve } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { z } from 'zod';
 import { readEnv } from '../config/index.js';
 import type { Env } from '../config/index.js';
@@ -17,7 +19,10 @@ const schema = z.object({
   // A resent report must be recognised for longer than the broker goes on redelivering it.
   ASET_DEDUPE_SECONDS: z.coerce.number().int().min(60).default(86_400),
   ASET_ENDPOINT_TEMPLATE: z.string().optional(),
-  ASET_REPORT_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  ASET_REPORT_TOKEN: z
+    .string()
+    .regex(/^\S{16,}$/, 'must be at least 16 characters, none of them white space')
+    .optional(),
 });
 
 interface AsetSchedulerConfig {
@@ -57,8 +62,8 @@ function checkTemplate(template: string): void {
 
 /** A directory setting as a URL ending in "/", so files resolve inside it. */
 function directory(path: string, cwd: string): URL {
-  const base = new URL(`file://${cwd.endsWith('/') ? cwd : `${cwd}/`}`);
-  return new URL(path.endsWith('/') ? path : `${path}/`, base);
+  const full = resolve(cwd, path);
+  return pathToFileURL(full.endsWith('/') ? full : `${full}/`);
 }
 
 function loadAsetSchedulerConfig(env: Env = process.env, cwd = process.cwd()): AsetSchedulerConfig {

@@ -5,7 +5,12 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
-import { ForbiddenError, NotFoundError, UnauthorizedError } from '../errors/index.js';
+import {
+  ConflictError,
+  ForbiddenError,
+  NotFoundError,
+  UnauthorizedError,
+} from '../errors/index.js';
 import { eventTypes } from '../events/index.js';
 import { defineFunction, onEvent, onRequest } from '../http/index.js';
 import { parseInput } from '../schema/index.js';
@@ -87,7 +92,7 @@ function asetSchedulerDefinition(deps: {
         async handle({ body: raw }, ctx) {
           authorize(token, ctx.headers['authorization']);
           const body = parseInput(responsesReport, raw, 'body');
-          const applied = await scheduler.report({ source: 'http', id: body.id }, body.reports);
+          const applied = await scheduler.report({ source: 'report', id: body.id }, body.reports);
           return { kind: 'json', status: 202, body: { applied } };
         },
       }),
@@ -105,7 +110,22 @@ function asetSchedulerDefinition(deps: {
         data: streamRequest,
         replies: [eventTypes.streamBound, eventTypes.streamRejected],
         async handle({ data }) {
-          const outcome = await scheduler.request(data);
+          let outcome: Awaited<ReturnType<AsetScheduler['request']>>;
+          try {
+            outcome = await scheduler.request(data);
+          } catch (error) {
+            // An ended stream's id, or one bound with other requirements: Knative retries a 409,
+            // and retrying cannot help, so the requester gets a rejection saying why.
+            if (!(error instanceof ConflictError)) throw error;
+            return {
+              kind: 'reply',
+              event: {
+                type: eventTypes.streamRejected,
+                subject: data.id,
+                data: { id: data.id, reasons: null, message: error.message },
+              },
+            };
+          }
           return outcome.kind === 'bound'
             ? {
                 kind: 'reply',
@@ -133,8 +153,16 @@ function asetSchedulerDefinition(deps: {
       onEvent({
         type: eventTypes.workerResponsesReported,
         data: responsesReport,
-        async handle({ data, event }) {
-          await scheduler.report({ source: event.source, id: event.id }, data.reports);
+        async handle({ data }) {
+          // Events carry no token: with one configured, reports come over HTTP only, or anyone
+          // who can post to the Broker could steer the meta-policy's view of the clusters.
+          if (token !== undefined) {
+            throw new ForbiddenError(
+              'response reports as events are refused while ASET_REPORT_TOKEN is set: POST /v1/responses with the token',
+            );
+          }
+          // Counted once per report id, whichever form it came in.
+          await scheduler.report({ source: 'report', id: data.id }, data.reports);
           return { kind: 'accepted' };
         },
       }),

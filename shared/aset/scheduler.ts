@@ -93,8 +93,13 @@ interface SchedulerDeps {
   endpointFor?(worker: Worker): string;
   /** Decisions that lost the worker's last capacity to another replica are retried this often. */
   attempts?: number;
-  /** Most expired leases one tick releases (the rest go on the next). */
+  /** Most expired leases one sweep releases. */
   sweepLimit?: number;
+  /**
+   * Requests also release expired leases, at most this often per replica (default 1 s): the
+   * tick comes once a minute, and a lease that ran out holds capacity until it is released.
+   */
+  sweepEveryMs?: number;
   /** A window's choice failed; the previous policy stays. */
   onChoiceError?(error: unknown): void;
   onDecision?(outcome: 'bound' | 'replay' | 'rejected', policy: PolicyName): void;
@@ -109,6 +114,19 @@ function createAsetScheduler(deps: SchedulerDeps): AsetScheduler {
   const { topology, store, controller } = deps;
   const attempts = deps.attempts ?? 5;
   const sweepLimit = deps.sweepLimit ?? 1_000;
+  const sweepEveryMs = deps.sweepEveryMs ?? 1_000;
+  let lastSweep = -Infinity;
+  /** Releases every expired lease (in rounds of `sweepLimit`); says how many. */
+  async function sweepAll(now: number): Promise<number> {
+    lastSweep = now;
+    let total = 0;
+    for (let round = 0; round < 100; round += 1) {
+      const swept = await store.sweep(now, sweepLimit);
+      total += swept;
+      if (swept < sweepLimit) break;
+    }
+    return total;
+  }
   const schedulers = new Map<string, Scheduler>(topology.schedulers.map((s) => [s.id, s]));
   const byName = new Map<string, Worker>(
     topology.workers.map((w) => [`${w.variant.id}@${w.cluster.id}`, w]),
@@ -167,7 +185,7 @@ function createAsetScheduler(deps: SchedulerDeps): AsetScheduler {
             ],
           };
     const startMs = window.kind === 'started' ? window.startMs : window.endMs;
-    await store.sweep(now, sweepLimit);
+    await sweepAll(now);
     const chosen = await choose(previous);
     // A failed choice keeps what was in force: the stored policy was not replaced.
     if (chosen === undefined) return previous?.policy ?? (await initialPolicy());
@@ -247,6 +265,7 @@ function createAsetScheduler(deps: SchedulerDeps): AsetScheduler {
       if (existing !== undefined) return replayOf(existing, fingerprint);
       const now = deps.now();
       const policy = await policyNow(now);
+      if (now - lastSweep >= sweepEveryMs) await sweepAll(now);
       const stream: Stream = {
         id: 0,
         app: request.app ?? 'stream',
@@ -314,7 +333,7 @@ function createAsetScheduler(deps: SchedulerDeps): AsetScheduler {
     async tick() {
       const now = deps.now();
       const policy = await policyNow(now);
-      return { policy, swept: await store.sweep(now, sweepLimit) };
+      return { policy, swept: await sweepAll(now) };
     },
 
     async report(delivery, reports) {

@@ -137,8 +137,24 @@ describe('aset-scheduler function', () => {
     const auth = { authorization: `Bearer ${token}` };
     expect(await (await post('/v1/responses', report, auth)).json()).toEqual({ applied: true });
     expect(await (await post('/v1/responses', report, auth)).json()).toEqual({ applied: false });
+    // Events carry no token: with one configured they are refused, or anyone could post them.
     const event = await postEvent(server.url, eventTypes.workerResponsesReported, report);
-    expect(event.status).toBe(202);
+    expect(event.status).toBe(403);
+  });
+
+  it('rejects, by a reply event, a requested stream that has already ended', async () => {
+    // The end overtook the request (a redelivery after a failure, say).
+    expect((await postEvent(server.url, eventTypes.streamEnded, { id: 'overtaken' })).status).toBe(
+      202,
+    );
+    const late = await postEvent(server.url, eventTypes.streamRequested, {
+      id: 'overtaken',
+      ...stream,
+    });
+    expect(late.status).toBe(200);
+    expect(late.headers.get('ce-type')).toBe(eventTypes.streamRejected);
+    expect(await late.json()).toMatchObject({ id: 'overtaken', message: /has ended/ });
+    expect((await post('/v1/streams', { id: 'overtaken', ...stream })).status).toBe(409);
   });
 
   it('rolls a due window on the PingSource tick', async () => {

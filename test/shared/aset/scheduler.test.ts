@@ -142,6 +142,24 @@ describe('aset scheduler', () => {
     expect((await scheduler.find('long')).worker.index).toBe(0);
   });
 
+  it('refuses a stream whose end arrived before its request', async () => {
+    const { scheduler, store } = setup(['closest']);
+    expect(await scheduler.end('early')).toBeUndefined();
+    await expect(scheduler.request(request('early'))).rejects.toThrow(/has ended/);
+    expect(Array.from(await store.loads([0, 1]))).toEqual([0, 0]);
+  });
+
+  it('releases expired leases as requests come, not only on the tick', async () => {
+    const { scheduler, clock, store } = setup(['closest']);
+    for (let i = 0; i < 5; i += 1) await scheduler.request(request(`short-${i}`, { durationS: 1 }));
+    expect(Array.from(await store.loads([0]))).toEqual([50]);
+    clock.now += 2_000;
+    // The access worker is free again for a new stream: no tick ran.
+    const next = await scheduler.request(request('next'));
+    expect(next).toMatchObject({ placement: { worker: { index: 0 } } });
+    expect(Array.from(await store.loads([0]))).toEqual([10]);
+  });
+
   it('explains a rejection by constraint', async () => {
     const { scheduler } = setup();
     const outcome = await scheduler.request(request('tight', { maxDelayMs: 5, minAccuracy: 90 }));
