@@ -21,7 +21,16 @@ function inform(
   kind: KindName,
   options: { namespace?: string; labelSelector?: string },
   onChange: (type: WatchEventType, object: KubeObject) => void,
-  settings: { onError?(err: unknown): void; retryMs?: number } = {},
+  settings: {
+    onError?(err: unknown): void;
+    /** First wait after a failure; doubled per failure in a row up to 30 s. */
+    retryMs?: number;
+    /**
+     * Report what a list finds (false: only what watches see, as Knative's ApiServerSource,
+     * whose informer sends nothing for its initial list or a relist). Default true.
+     */
+    reportLists?: boolean;
+  } = {},
 ): Informer {
   const cache = new Map<string, KubeObject>();
   let stopped = false;
@@ -30,11 +39,24 @@ function inform(
   let markSynced: () => void = () => {};
   const synced = new Promise<void>((resolve) => (markSynced = resolve));
   const retryMs = settings.retryMs ?? 1_000;
+  const reportLists = settings.reportLists ?? true;
+  let failures = 0;
 
-  function apply(type: WatchEventType, object: KubeObject): void {
-    if (type === 'DELETED') cache.delete(keyOf(object));
-    else cache.set(keyOf(object), object);
-    onChange(type, object);
+  /** Caches and reports a change; a handler that throws is reported, and the change not kept. */
+  function apply(type: WatchEventType, object: KubeObject, report: boolean): void {
+    const key = keyOf(object);
+    const before = cache.get(key);
+    if (type === 'DELETED') cache.delete(key);
+    else cache.set(key, object);
+    if (!report) return;
+    try {
+      onChange(type, object);
+    } catch (err) {
+      // Undone, so the next list reports it again instead of taking it as seen.
+      if (before === undefined) cache.delete(key);
+      else cache.set(key, before);
+      settings.onError?.(err);
+    }
   }
 
   async function run(): Promise<void> {
@@ -47,27 +69,45 @@ function inform(
         const key = keyOf(object);
         seen.add(key);
         const known = cache.get(key);
-        if (known === undefined) apply('ADDED', object);
+        if (known === undefined) apply('ADDED', object, reportLists);
         else if (known.metadata.resourceVersion !== object.metadata.resourceVersion)
-          apply('MODIFIED', object);
+          apply('MODIFIED', object, reportLists);
       }
-      for (const [key, object] of [...cache]) if (!seen.has(key)) apply('DELETED', object);
+      for (const [key, object] of [...cache]) {
+        if (!seen.has(key)) apply('DELETED', object, reportLists);
+      }
       markSynced();
-      current = await deps.watch.watch(
+      const opened = Date.now();
+      let events = 0;
+      const watch = await deps.watch.watch(
         kind,
         { ...options, resourceVersion: list.resourceVersion },
         (type, object) => {
-          if (!stopped) apply(type, object);
+          events += 1;
+          if (!stopped) apply(type, object, true);
         },
         (err) => {
+          // A watch that ends at once with nothing in it is a failure too (a proxy cutting
+          // streams, say): reopening it at once would spin.
+          const failed = err !== undefined || (events === 0 && Date.now() - opened < 1_000);
           if (err !== undefined) settings.onError?.(err);
-          schedule(err === undefined ? 0 : retryMs);
+          failures = failed ? failures + 1 : 0;
+          schedule(failed ? backoff() : 0);
         },
       );
+      if (stopped) watch.stop();
+      else current = watch;
     } catch (err) {
       settings.onError?.(err);
-      schedule(retryMs);
+      failures += 1;
+      schedule(backoff());
     }
+  }
+
+  /** Exponential in the failures in a row, with jitter, up to 30 s. */
+  function backoff(): number {
+    const base = Math.min(30_000, retryMs * 2 ** Math.max(0, failures - 1));
+    return base / 2 + Math.random() * (base / 2);
   }
 
   function schedule(delayMs: number): void {

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import type { KubeObject } from '../k8s/index.js';
 import { loadMnist, pixels } from '../training/data.js';
-import { ready, startLocalStack, waitFor } from './stack.js';
+import { readiness, ready, startLocalStack, waitFor } from './stack.js';
 import type { LocalStack, LocalStackOptions } from './stack.js';
 
 interface DemoOptions extends Pick<LocalStackOptions, 'root' | 'bundle' | 'redisUrl'> {
@@ -18,16 +18,20 @@ interface DemoOptions extends Pick<LocalStackOptions, 'root' | 'bundle' | 'redis
   say: (line: string) => void;
   /** Every process's and the Broker's lines, for `--verbose`. */
   trace?: (line: string) => void;
+  /** Stops the demo and every process it started (Ctrl-C, SIGTERM, a test's timeout). */
+  signal?: AbortSignal;
 }
 
 interface DemoResult {
   digits: number;
   accuracy: number;
+  /** Answered by the cloud worker; `hard` were found hard (the rest fell back, if any). */
   offloaded: number;
+  hard: number;
   /** What upstream-status wrote into the resource from the edge's reports. */
   reported: { inferenceNumber: number; hardExampleNumber: number };
   /** The same digits after the miner's threshold was raised by a spec update. */
-  updated: { accuracy: number; offloaded: number };
+  updated: { accuracy: number; offloaded: number; hard: number };
   seconds: number;
 }
 
@@ -92,10 +96,11 @@ async function prepare(stack: LocalStack, root: URL): Promise<void> {
 async function classify(
   edgeUrl: string,
   n: number,
-): Promise<{ accuracy: number; offloaded: number }> {
+): Promise<{ accuracy: number; offloaded: number; hard: number }> {
   const test = loadMnist().test;
   let correct = 0;
   let offloaded = 0;
+  let hard = 0;
   for (let from = 0; from < n; from += 50) {
     const rows = Math.min(50, n - from);
     const instances = Array.from({ length: rows }, (_, i) =>
@@ -109,14 +114,15 @@ async function classify(
     if (!answer.ok)
       throw new Error(`edge worker answered ${answer.status}: ${await answer.text()}`);
     const { predictions } = (await answer.json()) as {
-      predictions: Array<{ label: number; tier: string }>;
+      predictions: Array<{ label: number; tier: string; hard: boolean }>;
     };
     predictions.forEach((p, i) => {
       if (p.label === test.y[from + i]) correct += 1;
       if (p.tier === 'cloud') offloaded += 1;
+      if (p.hard) hard += 1;
     });
   }
-  return { accuracy: correct / n, offloaded };
+  return { accuracy: correct / n, offloaded, hard };
 }
 
 async function runDemo(options: DemoOptions): Promise<DemoResult> {
@@ -125,7 +131,9 @@ async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s`;
   const step = (line: string) => say(`${elapsed()}  ${line}`);
   const trace = options.trace;
+  const wait = options.signal === undefined ? {} : { signal: options.signal };
   const stack = await startLocalStack({
+    ...wait,
     root: options.root,
     bundle: options.bundle,
     ...(options.redisUrl === undefined ? {} : { redisUrl: options.redisUrl }),
@@ -140,6 +148,10 @@ async function runDemo(options: DemoOptions): Promise<DemoResult> {
           onError: (err) => trace(`[stack] ${err instanceof Error ? err.message : String(err)}`),
         }),
   });
+  // An interruption stops every process now; the waits then fail and `finally` closes again
+  // (a no-op: closing happens once).
+  const interrupt = () => void stack.close();
+  options.signal?.addEventListener('abort', interrupt, { once: true });
   try {
     const { kube } = stack;
     await prepare(stack, options.root);
@@ -169,12 +181,16 @@ async function runDemo(options: DemoOptions): Promise<DemoResult> {
         last = line;
         return ready(current) ? true : undefined;
       },
-      120_000,
+      { timeoutMs: 120_000, why: async () => readiness(await get()), ...wait },
     );
 
-    const edgeUrl = await waitFor('the edge worker route', () => stack.urlOf(ns, `${jis}-edge`));
+    const edgeUrl = await waitFor(
+      'the edge worker route',
+      () => stack.urlOf(ns, `${jis}-edge`),
+      wait,
+    );
     const n = Math.min(options.digits ?? 300, loadMnist().test.n);
-    const { accuracy, offloaded } = await classify(edgeUrl, n);
+    const { accuracy, offloaded, hard } = await classify(edgeUrl, n);
     step(
       `inference      ${n} test digits to the edge worker: ${(100 * accuracy).toFixed(2)}% correct, ${offloaded} hard ones answered by the cloud worker`,
     );
@@ -187,7 +203,7 @@ async function runDemo(options: DemoOptions): Promise<DemoResult> {
           ? { inferenceNumber: s.inferenceNumber ?? 0, hardExampleNumber: s.hardExampleNumber ?? 0 }
           : undefined;
       },
-      60_000,
+      { timeoutMs: 60_000, ...wait },
     );
     step(
       `status         inferenceNumber ${reported.inferenceNumber}, hardExampleNumber ${reported.hardExampleNumber} (reported by the edge, through upstream-status)`,
@@ -207,7 +223,7 @@ async function runDemo(options: DemoOptions): Promise<DemoResult> {
           return undefined;
         }
       },
-      120_000,
+      { timeoutMs: 120_000, ...wait },
     );
     step(`self-healing   reconcile-tick recreated it; ready again`);
 
@@ -234,15 +250,17 @@ async function runDemo(options: DemoOptions): Promise<DemoResult> {
           ? true
           : undefined;
       },
-      120_000,
+      { timeoutMs: 120_000, ...wait },
     );
     const updated = await classify(edgeUrl, n);
     step(
       `update         rolled out: ${(100 * updated.accuracy).toFixed(2)}% correct, ${updated.offloaded} of ${n} answered by the cloud worker`,
     );
 
-    const scheduler = await waitFor('the aset-scheduler', () =>
-      stack.urlOf('edgeai-system', 'aset-scheduler'),
+    const scheduler = await waitFor(
+      'the aset-scheduler',
+      () => stack.urlOf('edgeai-system', 'aset-scheduler'),
+      wait,
     );
     const bound = await fetch(`${scheduler}/v1/streams`, {
       method: 'POST',
@@ -267,20 +285,26 @@ async function runDemo(options: DemoOptions): Promise<DemoResult> {
     );
 
     await kube.delete({ kind: 'jointInferenceService', namespace: ns, name: jis });
-    await waitFor('the workers to be deleted with their service', async () => {
-      const left = await kube.list('knativeService', { namespace: ns });
-      return left.items.length === 0 ? true : undefined;
-    });
+    await waitFor(
+      'the workers to be deleted with their service',
+      async () => {
+        const left = await kube.list('knativeService', { namespace: ns });
+        return left.items.length === 0 ? true : undefined;
+      },
+      wait,
+    );
     step(`cascade        deleted ${jis}: its worker Services went with it`);
     return {
       digits: n,
       accuracy,
       offloaded,
+      hard,
       reported,
       updated,
       seconds: (Date.now() - started) / 1000,
     };
   } finally {
+    options.signal?.removeEventListener('abort', interrupt);
     await stack.close();
   }
 }

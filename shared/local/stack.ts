@@ -48,6 +48,8 @@ interface LocalStackOptions {
   onError?: (err: unknown) => void;
   /** Steps as they happen, for the person watching. */
   say?: (line: string) => void;
+  /** Stops waiting (the stack is still closed by its caller). */
+  signal?: AbortSignal;
 }
 
 const namespace = 'edgeai-system';
@@ -67,20 +69,43 @@ function documents(texts: readonly string[], kind: string): KubeObject[] {
   );
 }
 
-/** Polls `check` until it returns a value, or fails naming `what` after `timeoutMs`. */
+/**
+ * Polls `check` until it returns a value; fails naming `what` (and `why()`, the state that
+ * explains it) after `timeoutMs`, or at once when `signal` aborts.
+ */
 async function waitFor<T>(
   what: string,
   check: () => Promise<T | undefined> | T | undefined,
-  timeoutMs = 60_000,
+  options: { timeoutMs?: number; why?: () => Promise<string>; signal?: AbortSignal } = {},
 ): Promise<T> {
+  const timeoutMs = options.timeoutMs ?? 60_000;
   const deadline = Date.now() + timeoutMs;
   for (;;) {
+    if (options.signal?.aborted === true) throw new Error(`interrupted waiting for ${what}`);
     const value = await check();
     if (value !== undefined) return value;
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    if (Date.now() > deadline) {
+      const why = options.why === undefined ? '' : await options.why().catch(() => '');
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${what}${why === '' ? '' : `: ${why}`} (npm run demo -- --verbose prints every process's lines)`,
+      );
+    }
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
+}
+
+/** A Service's or resource's Ready condition as a sentence, for errors. */
+function readiness(object: KubeObject | undefined): string {
+  const conditions = (
+    object?.['status'] as
+      | {
+          conditions?: Array<{ type?: string; status?: string; reason?: string; message?: string }>;
+        }
+      | undefined
+  )?.conditions;
+  const ready = conditions?.find((c) => c.type === 'Ready');
+  if (ready === undefined) return 'no Ready condition yet';
+  return `Ready=${ready.status ?? ''} ${ready.reason ?? ''}: ${ready.message ?? ''}`;
 }
 
 /** Ready=True on a Knative Service or a JointInferenceService. */
@@ -117,15 +142,18 @@ function controlPlane(root: URL): KubeObject[] {
 async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
   const say = options.say ?? (() => {});
   const closers: Array<() => Promise<void> | void> = [];
-  const close = async () => {
-    for (const closer of closers.reverse()) {
-      try {
-        await closer();
-      } catch (err) {
-        options.onError?.(err);
+  let closing: Promise<void> | undefined;
+  // Once, in the reverse order of starting: consumers stop before what they depend on.
+  const close = () =>
+    (closing ??= (async () => {
+      for (const closer of [...closers].reverse()) {
+        try {
+          await closer();
+        } catch (err) {
+          options.onError?.(err);
+        }
       }
-    }
-  };
+    })());
   try {
     let redisUrl = options.redisUrl;
     if (redisUrl === undefined) {
@@ -229,8 +257,14 @@ async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> 
     }
     const names = controlPlane(options.root).map((s) => s.metadata.name ?? '');
     for (const name of names) {
-      await waitFor(`Knative Service ${namespace}/${name} to be ready`, async () =>
-        ready(await kube.get({ kind: 'knativeService', namespace, name })) ? true : undefined,
+      const ref = { kind: 'knativeService' as const, namespace, name };
+      await waitFor(
+        `Knative Service ${namespace}/${name} to be ready`,
+        async () => (ready(await kube.get(ref)) ? true : undefined),
+        {
+          why: async () => readiness(await kube.get(ref)),
+          ...(options.signal === undefined ? {} : { signal: options.signal }),
+        },
       );
       say(`function       ${name.padEnd(16)} ${serving.urlOf(namespace, name) ?? ''}`);
     }
@@ -249,5 +283,5 @@ async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> 
   }
 }
 
-export { startLocalStack, waitFor, ready };
+export { startLocalStack, waitFor, ready, readiness };
 export type { LocalStack, LocalStackOptions };

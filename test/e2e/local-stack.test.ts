@@ -29,6 +29,8 @@ describe('the local stack', () => {
       bundle: join(outDir, 'serve.mjs'),
       digits: 200,
       say: (line) => lines.push(line),
+      // Before the test's own timeout: a slow run stops its processes instead of leaking them.
+      signal: AbortSignal.timeout(150_000),
     });
     const text = lines.join('\n');
     expect(text).toMatch(/function +reconcile-tick/);
@@ -36,13 +38,14 @@ describe('the local stack', () => {
     expect(text).toContain('reconcile-tick recreated it; ready again');
     expect(text).toContain('its worker Services went with it');
     expect(text).toMatch(/stream demo-camera-1 -> \S+ on \S+ \(policy [a-z-]+, HTTP 201\)/);
-    // The cloud answered the hard examples: better than the edge model alone on these digits.
+    // The cloud answered hard examples (all of them unless one fell back under load), and the
+    // edge's counters reached the status.
     expect(result.offloaded).toBeGreaterThan(0);
-    expect(result.offloaded).toBe(result.reported.hardExampleNumber);
-    expect(result.reported.inferenceNumber).toBe(200);
+    expect(result.offloaded).toBeLessThanOrEqual(result.hard);
+    expect(result.reported).toEqual({ inferenceNumber: 200, hardExampleNumber: result.hard });
     expect(result.accuracy).toBeGreaterThan(0.95);
-    // The spec update raised the miner's threshold: the rolled-out edge offloads more.
+    // The spec update raised the miner's threshold: the rolled-out edge finds more hard examples.
     expect(text).toMatch(/update +rolled out/);
-    expect(result.updated.offloaded).toBeGreaterThan(result.offloaded);
+    expect(result.updated.hard).toBeGreaterThan(result.hard);
   }, 180_000);
 });

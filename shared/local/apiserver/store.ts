@@ -115,10 +115,23 @@ function foldStringData(
   object: Record<string, unknown>,
 ): Record<string, unknown> {
   const strings = object['stringData'];
-  if (type.kind !== 'Secret' || typeof strings !== 'object' || strings === null) return object;
+  if (type.kind !== 'Secret' || strings === undefined || strings === null) return object;
+  if (typeof strings !== 'object' || Array.isArray(strings)) {
+    throw new ApiError(400, 'BadRequest', 'Secret stringData: expected a map of strings');
+  }
   const data = { ...((object['data'] as Record<string, string> | undefined) ?? {}) };
   for (const [key, value] of Object.entries(strings as Record<string, unknown>)) {
-    data[key] = Buffer.from(String(value), 'utf8').toString('base64');
+    if (!/^[-._a-zA-Z0-9]+$/.test(key)) {
+      throw new ApiError(
+        422,
+        'Invalid',
+        `Secret stringData[${key}]: a valid config key must consist of alphanumeric characters, '-', '_' or '.'`,
+      );
+    }
+    if (typeof value !== 'string') {
+      throw new ApiError(400, 'BadRequest', `Secret stringData[${key}]: expected a string`);
+    }
+    data[key] = Buffer.from(value, 'utf8').toString('base64');
   }
   const { stringData: _written, ...rest } = object;
   return { ...rest, data };

@@ -76,7 +76,7 @@ class Revision {
     return this.#failure;
   }
 
-  /** Once ready, the revision keeps its port, so its URL holds across restarts. */
+  /** The process's own URL once it has been ready (a restart takes a new port: use the route). */
   get url(): string | undefined {
     return this.#everReady && this.#port !== undefined
       ? `http://127.0.0.1:${this.#port}`
@@ -104,9 +104,10 @@ class Revision {
     if (this.#stopping !== undefined) return;
     let launch: Launch;
     try {
-      // Before the first ready, every start takes a fresh port: a port someone else grabbed
-      // between our choice and the bind must not fail the revision forever.
-      if (!this.#everReady || this.#port === undefined) {
+      // Every start takes a fresh port: one someone else grabbed while this revision was down
+      // must not fail it for ever, nor answer its readiness probe. Callers reach it through the
+      // Service's route, whose port does not change.
+      {
         const port = await this.#options.pickPort();
         if (this.#stopping !== undefined) {
           this.#options.releasePort(port);

@@ -102,3 +102,51 @@ describe('local ApiServerSource', () => {
     expect(sent.at(-1)!.event.extensions).toEqual({ edgeaiwatch: 'reconcile' });
   });
 });
+
+describe('local ApiServerSource at start', () => {
+  it('sends nothing for what exists when it starts, as Knative does; then every change', async () => {
+    const api = await startApiServer();
+    const sent: SinkEvent[] = [];
+    try {
+      const sample = helmetDetectionSample();
+      await api.kube.create('jointInferenceService', 'default', {
+        ...sample,
+        metadata: { name: 'before', namespace: 'default' },
+      });
+      const started = await startApiServerSources({
+        sources: parseApiServerSources([yaml]),
+        kube: api.kube,
+        watch: createKubeWatch(loadKubeConfig({ KUBECONFIG: api.kubeconfigFile })),
+        serverUrl: api.url,
+        brokerUrl: (namespace, name) => `http://broker/${namespace}/${name}`,
+        sinkFor: () => (event) => {
+          sent.push(event);
+          return Promise.resolve();
+        },
+      });
+      try {
+        await api.kube.patch(
+          { kind: 'jointInferenceService', namespace: 'default', name: 'before' },
+          { metadata: { labels: { touched: 'yes' } } },
+        );
+        await until(() => sent.length === 2, 'the update, once per source');
+        expect(sent.map((e) => e.type)).toEqual([
+          'dev.knative.apiserver.resource.update',
+          'dev.knative.apiserver.resource.update',
+        ]);
+      } finally {
+        started.stop();
+      }
+    } finally {
+      await api.close();
+    }
+  });
+
+  it('refuses what it does not serve instead of ignoring it', () => {
+    expect(() =>
+      parseApiServerSources([
+        yaml.replace('namespaceSelector: {}', 'namespaceSelector: { matchLabels: { a: b } }'),
+      ]),
+    ).toThrow();
+  });
+});

@@ -121,6 +121,20 @@ describe('development API server via client-node', () => {
     });
     const rotated = await core.readNamespacedSecret({ namespace: 'ns', name: 's' });
     expect(rotated.data).toEqual({ token: 'cm90YXRlZA==' });
+    const refused = await failure(
+      core.createNamespacedSecret({
+        namespace: 'ns',
+        body: { metadata: { name: 'n' }, stringData: { port: 6379 as unknown as string } },
+      }),
+    );
+    expect(refused.code).toBe(400);
+    const badKey = await failure(
+      core.createNamespacedSecret({
+        namespace: 'ns',
+        body: { metadata: { name: 'k' }, stringData: { 'a b/c': 'x' } },
+      }),
+    );
+    expect(badKey.code).toBe(422);
   });
 
   it('answers 404 and 422 with Status objects shaped like the real ones', async () => {

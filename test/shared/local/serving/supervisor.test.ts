@@ -212,11 +212,12 @@ describe('development serving supervisor', () => {
   });
 
   afterAll(async () => {
-    // The supervisor's own trouble (watch, status writes) would show here.
-    expect(errors.map((e) => e.message)).toEqual([]);
+    // Closed first: a failed assertion must not leave the processes running.
     await supervisor?.close();
     await api?.close();
     if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+    // The supervisor's own trouble (watch, status writes) would show here.
+    expect(errors.map((e) => e.message)).toEqual([]);
   });
 
   it(
