@@ -25,6 +25,10 @@ const factory: FunctionFactory = async ({ config, telemetry }) => {
   const definition = downstreamSyncDefinition({
     downstream,
     readiness: [redisReadiness(redis), { name: 'kubernetes', check: () => kube.ping() }],
+    onResync: (result) => {
+      if (result.deleted > 0 || result.failed > 0)
+        telemetry.log.warn(result, 'resync made up for lost deletes or left services to retry');
+    },
   });
   return {
     definition,

@@ -1,19 +1,21 @@
 /**
  * downstream-sync as a function: ApiServerSource add/update/delete events of
  * JointInferenceServices in, tasks to the edge nodes out; a `task.synced` reply says what was
- * delivered (nothing new -> 202, no reply).
+ * delivered (nothing new -> 202, no reply). Its PingSource tick resyncs every service.
  */
+import { z } from 'zod';
 import { kubeObjectData } from '../controller/index.js';
 import { ValidationError } from '../errors/index.js';
 import { eventTypes } from '../events/index.js';
 import { defineFunction, onEvent } from '../http/index.js';
 import type { Answer, FunctionDefinition, ReadinessCheck } from '../http/index.js';
 import { apiVersion, kinds } from '../k8s/index.js';
-import type { Downstream } from './downstream.js';
+import type { Downstream, ResyncResult } from './downstream.js';
 
 function downstreamSyncDefinition(deps: {
   downstream: Downstream;
   readiness: readonly ReadinessCheck[];
+  onResync?(result: ResyncResult): void;
 }): FunctionDefinition {
   const jis = apiVersion(kinds.jointInferenceService);
   const on = (type: string, deleted: boolean) =>
@@ -51,6 +53,16 @@ function downstreamSyncDefinition(deps: {
       on(eventTypes.apiServerAdd, false),
       on(eventTypes.apiServerUpdate, false),
       on(eventTypes.apiServerDelete, true),
+      // Its PingSource: every service offered again, lost deletes made up for.
+      onEvent({
+        type: eventTypes.pingTick,
+        data: z.unknown(),
+        async handle() {
+          const result = await deps.downstream.resync();
+          deps.onResync?.(result);
+          return { kind: 'accepted' };
+        },
+      }),
     ],
     readiness: deps.readiness,
   });

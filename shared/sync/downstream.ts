@@ -28,6 +28,13 @@ interface NodeDelivery {
   localController: 'delivered' | 'up-to-date' | 'not-configured' | 'node-missing';
 }
 
+/** What a resync did: services offered again, deletes made up for, services left to retry. */
+interface ResyncResult {
+  offered: number;
+  deleted: number;
+  failed: number;
+}
+
 interface SyncResult {
   namespace: string;
   name: string;
@@ -45,6 +52,9 @@ function createDownstream(deps: {
   const { kube, redis, streams, localControllers } = deps;
   const nodesKey = (namespace: string, name: string) =>
     key('tasks', hashTag(`${namespace}/${name}`), 'nodes');
+  // Every service synced and not yet deleted everywhere: `namespace/name` -> its last object.
+  // The resync delivers the delete of one that is gone when its delete event was lost.
+  const registryKey = key('tasks', 'services');
 
   const getNode = (name: string) => findObject(kube, { kind: 'node', name });
 
@@ -94,7 +104,7 @@ function createDownstream(deps: {
     );
   };
 
-  return {
+  const downstream = {
     async sync(object: KubeObject, deleted: boolean): Promise<SyncResult> {
       const task = taskOf(object, deleted);
       const spec = object['spec'] as
@@ -163,6 +173,14 @@ function createDownstream(deps: {
       }
       // The streams are done; a redelivery retries only the local controllers still behind.
       if (failure !== undefined) throw failure;
+      const service = `${task.namespace}/${task.name}`;
+      if (!deleted) await redis.hset(registryKey, service, JSON.stringify(task.resource));
+      else {
+        // Only the object this delete is about: a same-name successor stays registered.
+        const registered = await redis.hget(registryKey, service);
+        const last = registered === null ? undefined : (JSON.parse(registered) as KubeObject);
+        if (last?.metadata.uid === task.uid) await redis.hdel(registryKey, service);
+      }
       return {
         namespace: task.namespace,
         name: task.name,
@@ -172,9 +190,42 @@ function createDownstream(deps: {
       };
     },
   };
+
+  /**
+   * Makes up for lost events (the PingSource tick): every service is offered again — a no-op
+   * where nothing changed, since deliveries are versioned — and a registered service that no
+   * longer exists (or exists as a new object) gets the delete its lost delete event carried.
+   * ApiServerSources send nothing for what changed while they were down, and the Broker drops an
+   * event after its retries; without this such a change would never reach the edge.
+   */
+  async function resync(): Promise<ResyncResult> {
+    const { items } = await kube.list('jointInferenceService');
+    const live = new Map(items.map((o) => [`${o.metadata.namespace ?? ''}/${o.metadata.name}`, o]));
+    const result: ResyncResult = { offered: 0, deleted: 0, failed: 0 };
+    const attempt = async (object: KubeObject, deleted: boolean) => {
+      try {
+        await downstream.sync(object, deleted);
+        if (deleted) result.deleted += 1;
+        else result.offered += 1;
+      } catch (err) {
+        // One service's unreachable local controller must not stop the others' resync.
+        if (!(err instanceof UnavailableError)) throw err;
+        result.failed += 1;
+      }
+    };
+    for (const object of items) await attempt(object, false);
+    for (const [service, text] of Object.entries(await redis.hgetall(registryKey))) {
+      const last = JSON.parse(text) as KubeObject;
+      if (live.get(service)?.metadata.uid === last.metadata.uid) continue;
+      await attempt(last, true);
+    }
+    return result;
+  }
+
+  return { ...downstream, resync };
 }
 
 type Downstream = ReturnType<typeof createDownstream>;
 
 export { createDownstream };
-export type { Downstream, SyncResult, NodeDelivery };
+export type { Downstream, SyncResult, ResyncResult, NodeDelivery };

@@ -14,4 +14,4 @@ export type { Operation, Task } from './task.js';
 export type { TaskStreams, Offer, Placement, LocalControllerPending } from './streams.js';
 export type { TaskConsumer, DeliveredTask, TaskBatch } from './consumer.js';
 export type { LocalControllerClient, Send } from './local-controller.js';
-export type { Downstream, SyncResult, NodeDelivery } from './downstream.js';
+export type { Downstream, SyncResult, ResyncResult, NodeDelivery } from './downstream.js';

@@ -329,7 +329,7 @@ const asetDefinition = asetSchedulerDefinition({
 /** The event types each function handles (its definition's onEvent list). */
 const functionEvents: Record<FunctionName, string[]> = {
   'reconcile-tick': [eventTypes.pingTick, ...apiServerTypes],
-  'downstream-sync': [...apiServerTypes],
+  'downstream-sync': [eventTypes.pingTick, ...apiServerTypes],
   'upstream-status': [eventTypes.workerStatusReported],
   'aset-scheduler': asetDefinition.events.map((e) => e.type),
 };
@@ -782,7 +782,7 @@ describe('eventing', () => {
   it('ticks each function that handles ticks every minute from its own PingSource, and no other', () => {
     const pings = pingSources();
     const ticked = functionNames.filter((fn) => functionEvents[fn].includes(eventTypes.pingTick));
-    expect(ticked).toEqual(['reconcile-tick', 'aset-scheduler']);
+    expect(ticked).toEqual(['reconcile-tick', 'downstream-sync', 'aset-scheduler']);
     // One PingSource per ticked function, named after it.
     expect(pings.map(name).sort()).toEqual([...ticked].sort());
     for (const ping of pings) {

@@ -331,4 +331,37 @@ describe('downstream-sync', () => {
       /downstream-sync handles edgeai.io\/v1alpha1 JointInferenceService, not edgeai.io\/v1alpha1 Model/,
     );
   });
+
+  it('makes up for a lost update and a lost delete on its tick, and is a no-op otherwise', async () => {
+    const tick = () => postEvent(fn.url, 'dev.knative.sources.ping', {});
+    const sample = helmetDetectionSample();
+    const created = await api.kube.create('jointInferenceService', 'default', {
+      ...sample,
+      metadata: { name: 'resynced', namespace: 'default' },
+    });
+    expect((await send('add', created)).status).toBe(200);
+    const ref = { kind: 'jointInferenceService' as const, namespace: 'default', name: 'resynced' };
+    // Changed while no event reached downstream-sync (the ApiServerSource was down, say).
+    await api.kube.patch(ref, {
+      spec: { edgeWorker: { hardExampleAlgorithm: { name: 'Threshold' } } },
+    });
+    received.length = 0;
+    expect((await tick()).status).toBe(202);
+    expect(received.map((r) => [r.method, r.operation, r.url])).toEqual([
+      ['POST', 'update', '/lc/default/jointinferenceservices/resynced'],
+    ]);
+    received.length = 0;
+    expect((await tick()).status).toBe(202);
+    expect(received).toEqual([]);
+    // Deleted, and its delete event lost.
+    await api.kube.delete(ref);
+    expect((await tick()).status).toBe(202);
+    expect(received.map((r) => [r.method, r.operation, r.url])).toEqual([
+      ['DELETE', 'delete', '/lc/default/jointinferenceservices/resynced'],
+    ]);
+    received.length = 0;
+    expect((await tick()).status).toBe(202);
+    expect(received).toEqual([]);
+    expect(await redis.client.hexists('tasks:services', 'default/resynced')).toBe(0);
+  });
 });

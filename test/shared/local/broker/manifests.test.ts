@@ -41,6 +41,7 @@ describe('loadEventing', () => {
       'aset-scheduler-stream-requested',
       'downstream-sync-add',
       'downstream-sync-delete',
+      'downstream-sync-ping',
       'downstream-sync-update',
       'reconcile-tick-add',
       'reconcile-tick-delete',
@@ -76,6 +77,7 @@ describe('loadEventing', () => {
     expect(pingSources.map((p) => [p.name, p.schedule.expression, p.data.toString()])).toEqual([
       ['reconcile-tick', '* * * * *', '{"tick":"reconcile"}'],
       ['aset-scheduler', '* * * * *', '{"tick":"aset"}'],
+      ['downstream-sync', '* * * * *', '{"tick":"sync"}'],
     ]);
     expect(pingSources[0]!.sink.ref).toEqual({
       apiVersion: 'eventing.knative.dev/v1',
