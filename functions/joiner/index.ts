@@ -72,6 +72,7 @@ const factory: FunctionFactory = ({ config, telemetry }) => {
   });
   return Promise.resolve({
     definition: joinerDefinition({
+      node: settings.node,
       joiner,
       maxInputs: settings.maxInputs,
       readiness: [redisReadiness(redis)],

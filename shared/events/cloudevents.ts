@@ -31,6 +31,8 @@ interface IncomingEvent {
 interface OutgoingEvent {
   type: string;
   source: string;
+  /** Default: a fresh UUID. A reply that is the same answer each time may fix it (dedupe). */
+  id?: string;
   subject?: string;
   data?: unknown;
   extensions?: Readonly<Record<string, string>>;
@@ -245,7 +247,7 @@ function encodeBinary(event: OutgoingEvent): { headers: Record<string, string>; 
   const headers: Record<string, string> = {
     'content-type': 'application/json',
     'ce-specversion': '1.0',
-    'ce-id': randomUUID(),
+    'ce-id': event.id === undefined ? randomUUID() : headerValue(event.id),
     'ce-time': new Date().toISOString(),
     'ce-type': headerValue(event.type),
     'ce-source': headerValue(event.source),

@@ -18,6 +18,8 @@ import type { Joiner } from './joiner.js';
 import { childName } from './strategies.js';
 
 function joinerDefinition(deps: {
+  /** The node's name: in the ids of the joined events it replies with. */
+  node: string;
   joiner: Joiner;
   maxInputs: number;
   readiness: readonly ReadinessCheck[];
@@ -110,6 +112,8 @@ function joinerDefinition(deps: {
             kind: 'reply',
             event: {
               type: eventTypes.graphJoined,
+              // Fixed per transaction: the answer to a resent completing input is the same event.
+              id: `${deps.node}:${outcome.joined.puid}:joined`,
               subject: outcome.joined.puid,
               data: resultOf(outcome.joined),
               extensions: { [extensions.puid]: outcome.joined.puid },

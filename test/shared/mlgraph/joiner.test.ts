@@ -230,7 +230,7 @@ describe('joiner', () => {
         sink: createEventSink({ url: sink.url, source: '/test/joiner', attempts: 2 }),
       });
       server = await listen(
-        buildServer(joinerDefinition({ joiner, maxInputs: 4, readiness: [] }), {
+        buildServer(joinerDefinition({ node: 'ensemble', joiner, maxInputs: 4, readiness: [] }), {
           telemetry: capturedTelemetry('joiner'),
           bodyLimitBytes: 4096,
           readinessTimeoutMs: 1000,
@@ -315,6 +315,10 @@ describe('joiner', () => {
       const done = await event('b', 0);
       expect(done.headers.get('ce-type')).toBe(eventTypes.graphJoined);
       expect(done.headers.get('ce-mlgraphpuid')).toBe('e1');
+      // The completing input resent: the same answer, as the same event.
+      const again = await event('b', 0);
+      expect(again.headers.get('ce-id')).toBe('ensemble:e1:joined');
+      expect(done.headers.get('ce-id')).toBe('ensemble:e1:joined');
     });
 
     it('sends an overdue join to the sink on the tick, once, and keeps it for GET', async () => {
