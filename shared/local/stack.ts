@@ -252,10 +252,9 @@ async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> 
     });
     closers.push(() => sources.stop());
 
-    for (const service of controlPlane(options.root)) {
-      await kube.create('knativeService', namespace, service);
-    }
-    const names = controlPlane(options.root).map((s) => s.metadata.name ?? '');
+    const services = controlPlane(options.root);
+    for (const service of services) await kube.create('knativeService', namespace, service);
+    const names = services.map((s) => s.metadata.name ?? '');
     for (const name of names) {
       const ref = { kind: 'knativeService' as const, namespace, name };
       await waitFor(

@@ -7,19 +7,12 @@ import { createKubeWatch, inform, loadKubeConfig } from '../../../shared/k8s/ind
 import type { KubeWatch, WatchEventType } from '../../../shared/k8s/index.js';
 import { startApiServer } from '../../support/apiserver.js';
 import type { TestApiServer } from '../../support/apiserver.js';
+import { until } from '../../support/until.js';
 
 const model = (name: string, url = 'file:///m.onnx') => ({
   metadata: { name, namespace: 'ns' },
   spec: { url, format: 'onnx' },
 });
-
-async function until(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 200; i += 1) {
-    if (check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe('informer', () => {
   let api: TestApiServer;

@@ -13,19 +13,12 @@ import {
 import { startApiServer } from '../../support/apiserver.js';
 import type { TestApiServer } from '../../support/apiserver.js';
 import { helmetDetectionSample } from '../../support/samples.js';
+import { until } from '../../support/until.js';
 
 const yaml = readFileSync(
   new URL('../../../knative/eventing/apiserversources.yaml', import.meta.url),
   'utf8',
 );
-
-async function until(check: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 200; i += 1) {
-    if (check()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
-}
 
 describe('local ApiServerSource', () => {
   let api: TestApiServer;
