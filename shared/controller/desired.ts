@@ -153,6 +153,8 @@ function workerService(
     MODEL_FORMAT: model.format,
     MODEL_SHA256: model.sha256,
     WORKER_PARAMETERS: workerParameters(worker.workerSpec?.parameters),
+    // The task object as the CRD holds it; the worker reads it with the same schema.
+    TASK: worker.task === undefined ? undefined : JSON.stringify(worker.task),
     NODE_OPTIONS: inferenceNodeOptions,
   };
   const variables: EnvVar[] = [];

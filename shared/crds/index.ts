@@ -9,10 +9,14 @@ export {
   fallbackPolicies,
   offloadModes,
   restartPolicies,
+  task,
+  taskKinds,
+  boxFormats,
 } from './schemas.js';
 export { customResourceDefinitions, renderCustomResourceDefinitions } from './generate.js';
 export type {
   JointInferenceServiceSpec,
   JointInferenceServiceStatus,
   ModelSpec,
+  TaskSpec,
 } from './schemas.js';

@@ -78,6 +78,48 @@ const hardExampleAlgorithm = z.object({
     .optional(),
 });
 
+const taskKinds = ['auto', 'raw', 'classification', 'detection'] as const;
+const boxFormats = ['xyxy', 'yxyx', 'xywh', 'cxcywh'] as const;
+const switches = ['auto', 'always', 'never'] as const;
+const outputName = z.string().min(1).max(256);
+
+/**
+ * How a worker reads its model's outputs for joint inference (one object, not a union: a
+ * structural schema cannot express unions). `auto` reads the model's signature: an output
+ * named like boxes makes it a detector, a single [N, C] output a classifier, anything else raw.
+ */
+const task = z
+  .object({
+    kind: z
+      .enum(taskKinds)
+      .optional()
+      .describe('auto (default), raw, classification or detection.'),
+    output: outputName.optional().describe('classification: the output holding scores or logits.'),
+    softmax: z
+      .enum(switches)
+      .optional()
+      .describe('classification: auto applies softmax to rows that are not distributions.'),
+    boxes: outputName.optional().describe('detection: the output holding boxes [N, K, 4].'),
+    boxFormat: z.enum(boxFormats).optional().describe('detection: box layout, default xyxy.'),
+    scores: outputName.optional().describe('detection: per-box confidence [N, K].'),
+    classes: outputName
+      .optional()
+      .describe('detection: class ids [N, K] or per-class scores [N, K, C].'),
+    count: outputName
+      .optional()
+      .describe('detection: valid boxes per image [N] (the model did NMS).'),
+    scoreFloor: fraction.optional().describe('detection: boxes scoring below are dropped.'),
+    nms: z
+      .enum(switches)
+      .optional()
+      .describe('detection: auto runs NMS unless the model gives a count output.'),
+    nmsThreshold: fraction
+      .optional()
+      .describe('detection: NMS IoU; default the nms_threshold worker parameter, else 0.5.'),
+    maxDetections: z.number().int().min(1).max(1000).optional(),
+  })
+  .describe('What the model outputs mean: the task view hard-example mining reads.');
+
 const placement = {
   nodeName: dnsSubdomain.optional().describe('Pin the worker to this node.'),
   nodeSelector: z.record(z.string(), z.string()).optional().describe('Or select nodes by label.'),
@@ -89,6 +131,7 @@ const jointInferenceServiceSpec = z.object({
     model: modelRef,
     ...placement,
     hardExampleAlgorithm,
+    task: task.optional(),
     miningMode: z.enum(miningModes).optional().describe('Default inference-then-mining.'),
     offload: z
       .object({
@@ -111,6 +154,7 @@ const jointInferenceServiceSpec = z.object({
     name: z.string().optional(),
     model: modelRef,
     ...placement,
+    task: task.optional(),
     workerSpec: workerSpec.optional(),
     scale: scale.optional(),
     restartPolicy,
@@ -191,6 +235,7 @@ const modelStatus = z.object({
 type JointInferenceServiceSpec = z.output<typeof jointInferenceServiceSpec>;
 type JointInferenceServiceStatus = z.output<typeof jointInferenceServiceStatus>;
 type ModelSpec = z.output<typeof modelSpec>;
+type TaskSpec = z.output<typeof task>;
 
 export {
   jointInferenceServiceSpec,
@@ -203,5 +248,8 @@ export {
   fallbackPolicies,
   offloadModes,
   restartPolicies,
+  task,
+  taskKinds,
+  boxFormats,
 };
-export type { JointInferenceServiceSpec, JointInferenceServiceStatus, ModelSpec };
+export type { JointInferenceServiceSpec, JointInferenceServiceStatus, ModelSpec, TaskSpec };

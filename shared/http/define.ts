@@ -74,6 +74,11 @@ interface FunctionDefinition {
   readonly routes: readonly HttpRoute[];
   readonly readiness: readonly ReadinessCheck[];
   readonly alignBodyAt?: AlignBodyAt;
+  /**
+   * Paths whose errors answer `{"error": "<message>"}`, as the Open Inference Protocol requires,
+   * instead of the project's `{"error": {status, reason, message}}`.
+   */
+  readonly errorMessageOnly?: (path: string) => boolean;
 }
 
 /**
@@ -171,6 +176,7 @@ function defineFunction(definition: {
   routes?: readonly HttpRoute[];
   readiness?: readonly ReadinessCheck[];
   alignBodyAt?: AlignBodyAt;
+  errorMessageOnly?: (path: string) => boolean;
 }): FunctionDefinition {
   const events = definition.events ?? [];
   const consumed = new Set<string>();
@@ -198,6 +204,9 @@ function defineFunction(definition: {
     routes,
     readiness: definition.readiness ?? [],
     ...(definition.alignBodyAt === undefined ? {} : { alignBodyAt: definition.alignBodyAt }),
+    ...(definition.errorMessageOnly === undefined
+      ? {}
+      : { errorMessageOnly: definition.errorMessageOnly }),
   });
 }
 

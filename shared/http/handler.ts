@@ -249,6 +249,7 @@ function createHandler(definition: FunctionDefinition, options: HandlerOptions) 
     written: Written,
     pending: Pick<Pending, 'replies'>,
     traceparent: string,
+    path: string,
   ): number {
     switch (written.kind) {
       case 'reply': {
@@ -256,7 +257,7 @@ function createHandler(definition: FunctionDefinition, options: HandlerOptions) 
           const err = new Error(
             `${definition.name} replied with undeclared type ${written.event.type}`,
           );
-          return write(res, { kind: 'error', err }, pending, traceparent);
+          return write(res, { kind: 'error', err }, pending, traceparent, path);
         }
         const { headers, body } = encodeBinary({
           ...written.event,
@@ -290,6 +291,15 @@ function createHandler(definition: FunctionDefinition, options: HandlerOptions) 
         );
       case 'error': {
         const answer = errorAnswer(written.err);
+        // KServe's client reads an error's body only when its Content-Type is exactly this.
+        if (definition.errorMessageOnly?.(path) === true) {
+          return send(
+            res,
+            answer.status,
+            { ...answer.headers, traceparent, 'content-type': 'application/json' },
+            JSON.stringify({ error: answer.body.error.message }),
+          );
+        }
         return send(
           res,
           answer.status,
@@ -306,7 +316,8 @@ function createHandler(definition: FunctionDefinition, options: HandlerOptions) 
     pending: Pick<Pending, 'kind' | 'replies'>,
   ): void {
     const { req, res, bindings } = exchange;
-    const status = write(res, written, pending, exchange.traceparent);
+    const path = (req.url ?? '/').split('?', 1)[0]!;
+    const status = write(res, written, pending, exchange.traceparent, path);
     const seconds = (performance.now() - exchange.started) / 1000;
     telemetry.observe(pending.kind, status, seconds);
     const line: Record<string, unknown> = bindings;

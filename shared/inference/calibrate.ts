@@ -5,7 +5,7 @@
  */
 import { createMiner } from './hem.js';
 import type { EdgeOutput, HardExampleMiner, HemName, HemParameters } from './hem.js';
-import { argmax } from './protocol.js';
+import { argmax } from './task.js';
 
 /** Refinement stops short of float noise: parameters closer than this decide alike. */
 const minParameterStep = 1e-9;

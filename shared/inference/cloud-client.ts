@@ -1,5 +1,6 @@
 /**
- * The edge's synchronous offload: hard samples POSTed to the cloud worker's OIP endpoint under
+ * The edge's synchronous offload: hard samples POSTed to the cloud worker's OIP endpoint (binary
+ * tensors both ways: no number is printed or parsed as text) under
  * one deadline for all attempts, bounded retries, and a circuit breaker so a dead cloud costs
  * nothing per request once it is known dead (the breaker tries again after `halfOpenMs`).
  */
@@ -15,10 +16,19 @@ import {
   wrap,
 } from 'cockatiel';
 import { UnavailableError } from '../errors/index.js';
+import { encodeInferRequest, parseInferResponse } from './protocol.js';
+import type { Tensor } from './tensor.js';
 
 interface CloudClient {
-  /** Class probabilities for `rows` samples, or an UnavailableError saying why not. */
-  infer(input: Float32Array, rows: number, traceparent?: string): Promise<Float32Array>;
+  /**
+   * The cloud worker's `outputs` for these inputs (one request in the binary tensor extension),
+   * or an UnavailableError saying why not.
+   */
+  infer(
+    inputs: Readonly<Record<string, Tensor>>,
+    outputs: readonly string[],
+    traceparent?: string,
+  ): Promise<Record<string, Tensor>>;
   breakerState(): 'closed' | 'open' | 'half-open' | 'isolated';
 }
 
@@ -26,28 +36,12 @@ interface CloudClientOptions {
   /** Base URL of the cloud worker. */
   url: string;
   model: string;
-  /** Input features per sample, output values per sample. */
-  inputWidth: number;
-  outputWidth: number;
   deadlineMs: number;
   /** Attempts after the first. */
   retries: number;
   breakerFailures: number;
   halfOpenMs: number;
   send?: typeof fetch;
-}
-
-function parseOutput(body: unknown, rows: number, width: number): Float32Array {
-  const outputs = (body as { outputs?: Array<{ name?: unknown; data?: unknown }> } | null)?.outputs;
-  const data = outputs?.find((o) => o.name === 'probabilities')?.data;
-  if (
-    !Array.isArray(data) ||
-    data.length !== rows * width ||
-    !data.every((v) => typeof v === 'number')
-  ) {
-    throw new Error(`malformed answer: expected ${rows * width} probabilities`);
-  }
-  return Float32Array.from(data);
 }
 
 function createCloudClient(options: CloudClientOptions): CloudClient {
@@ -76,30 +70,29 @@ function createCloudClient(options: CloudClientOptions): CloudClient {
   );
   const states = ['closed', 'open', 'half-open', 'isolated'] as const;
   return {
-    async infer(input, rows, traceparent) {
-      const body = JSON.stringify({
-        inputs: [
-          {
-            name: 'input',
-            shape: [rows, options.inputWidth],
-            datatype: 'FP32',
-            data: Array.from(input),
-          },
-        ],
-      });
+    async infer(inputs, outputs, traceparent) {
+      const { body, headerLength } = encodeInferRequest({ inputs, outputs });
       try {
         return await policy.execute(async ({ signal }) => {
           const response = await send(endpoint, {
             method: 'POST',
             headers: {
-              'content-type': 'application/json',
+              'content-type': 'application/octet-stream',
+              'inference-header-content-length': String(headerLength),
               ...(traceparent === undefined ? {} : { traceparent }),
             },
             body,
             signal,
           });
           if (!response.ok) throw new Error(`cloud answered ${response.status}`);
-          return parseOutput(await response.json(), rows, options.outputWidth);
+          const length = response.headers.get('inference-header-content-length');
+          const answer = parseInferResponse(
+            new Uint8Array(await response.arrayBuffer()),
+            length === null ? undefined : Number(length),
+          );
+          const lacking = outputs.find((name) => answer[name] === undefined);
+          if (lacking !== undefined) throw new Error(`malformed answer: no output ${lacking}`);
+          return answer;
         });
       } catch (err) {
         const why =

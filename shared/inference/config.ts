@@ -5,7 +5,9 @@ import { z } from 'zod';
 import { readEnv } from '../config/index.js';
 import type { Env } from '../config/index.js';
 import { ConfigError } from '../errors/index.js';
+import type { TaskSpec } from '../crds/index.js';
 import type { ModelSource } from './model-source.js';
+import { parseTaskVariable } from './task.js';
 
 const int = (min: number, fallback: number) => z.coerce.number().int().min(min).default(fallback);
 const dnsLabel = z
@@ -29,12 +31,13 @@ const servingSchema = z.object({
   POOL_MAX_BATCH: int(1, 256),
   POOL_MAX_QUEUE_ROWS: int(1, 16_384),
   POOL_MAX_WAIT_MS: int(0, 0),
+  WORKER_PARAMETERS: z.string().optional(),
+  TASK: z.string().optional(),
 });
 
 const edgeSchema = z.object({
   HEM_NAME: z.string().default('Threshold'),
   HEM_PARAMETERS: z.string().optional(),
-  WORKER_PARAMETERS: z.string().optional(),
   MINING_MODE: z
     .enum(['inference-then-mining', 'mining-then-inference'])
     .default('inference-then-mining'),
@@ -64,6 +67,12 @@ const edgeSchema = z.object({
 
 interface ServingConfig {
   modelName: string;
+  /** The seed's string key/value list (Sedna's snake_case keys), for the miner and the task. */
+  workerParameters: Record<string, string>;
+  /** How to read the model's outputs (the CRD's task object). */
+  task: TaskSpec;
+  /** The sample's `nms_threshold` worker parameter, when given. */
+  nmsThreshold: number | undefined;
   model: Omit<ModelSource, 'fetch'>;
   maxBatch: number;
   pool: { threads: number; maxBatch: number; maxQueueRows: number; maxWaitMs: number };
@@ -71,8 +80,19 @@ interface ServingConfig {
 
 function loadServingConfig(worker: 'edge' | 'cloud', env: Env = process.env): ServingConfig {
   const raw = readEnv(servingSchema, env);
+  const workerParameters = jsonObject('WORKER_PARAMETERS', raw.WORKER_PARAMETERS);
+  const nms = workerParameters['nms_threshold'];
+  const nmsThreshold = nms === undefined ? undefined : Number(nms);
+  if (nmsThreshold !== undefined && !(nmsThreshold >= 0 && nmsThreshold <= 1)) {
+    throw new ConfigError(
+      `WORKER_PARAMETERS: nms_threshold must be a number in [0, 1], got ${nms}`,
+    );
+  }
   return {
     modelName: raw.MODEL_NAME ?? worker,
+    workerParameters,
+    task: parseTaskVariable(raw.TASK),
+    nmsThreshold,
     model: {
       url: raw.MODEL_URL,
       sha256: raw.MODEL_SHA256,
@@ -111,9 +131,7 @@ function loadEdgeConfig(env: Env = process.env) {
   return {
     hem: {
       name: raw.HEM_NAME,
-      /** The seed's string key/value list (Sedna's snake_case keys). */
-      workerParameters: jsonObject('WORKER_PARAMETERS', raw.WORKER_PARAMETERS),
-      /** The CRD's typed parameters; they win over the string list. */
+      /** The CRD's typed parameters; they win over the string list (ServingConfig). */
       typedParameters: jsonObject('HEM_PARAMETERS', raw.HEM_PARAMETERS),
     },
     joint: { miningMode: raw.MINING_MODE, offload: raw.OFFLOAD_MODE, fallback: raw.CLOUD_FALLBACK },

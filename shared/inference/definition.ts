@@ -1,90 +1,180 @@
 /**
- * edge-infer and cloud-infer as functions: the Open Inference Protocol v2 routes (infer, model
- * metadata and readiness, server health), `POST /predict` taking either request form, and the
- * CloudEvent forms (edge: inference.requested; cloud: inference.hard-example; both reply
- * inference.completed).
+ * edge-infer and cloud-infer as functions: the Open Inference Protocol v2 REST routes as the
+ * spec writes them (server metadata and health, model metadata and readiness, infer, each also
+ * under /versions/{version}), errors on them as `{"error": "<message>"}`, `POST /predict` with
+ * the instances form, and the CloudEvent forms (edge: inference.requested; cloud:
+ * inference.hard-example; both reply inference.completed).
  */
 import { z } from 'zod';
-import { NotFoundError, ValidationError } from '../errors/index.js';
-import { eventTypes } from '../events/index.js';
+import { NotFoundError, UnsupportedMediaTypeError, ValidationError } from '../errors/index.js';
+import { eventTypes, parseMediaType } from '../events/index.js';
 import { decodeJsonBody, defineFunction, onEvent, onRawRequest, onRequest } from '../http/index.js';
-import type { Answer, FunctionDefinition, ReadinessCheck } from '../http/index.js';
+import type { Answer, FunctionDefinition, RawBody, ReadinessCheck } from '../http/index.js';
 import { localAnswers } from './event-answers.js';
 import type { AnswerOnce } from './event-answers.js';
-import { jointInfer } from './joint.js';
-import { createTurns } from './turns.js';
+import { formatPredictions, parseInstances } from './instances.js';
+import { jointInfer, jointOutputs, jointTensors } from './joint.js';
 import type { JointDeps } from './joint.js';
 import type { InferencePool } from './pool.js';
-import { formatInferResponse, modelMetadata, parseInferRequest } from './protocol.js';
-import type { InferAnswer, SampleResult } from './protocol.js';
+import { formatInferResponse, modelConfig, modelMetadata, parseInferRequest } from './protocol.js';
+import type { InferAnswer, InferRequest } from './protocol.js';
+import type { TaskAdapter } from './task.js';
+import type { Signature, Tensor, TensorSpec } from './tensor.js';
+import { createTurns } from './turns.js';
 
 interface ServedModel {
   name: string;
   version: string;
 }
 
-type Answerer = (input: Float32Array, rows: number, traceparent: string) => Promise<SampleResult[]>;
+/** Who answered each sample, for the decision metrics. */
+type Answered = ReadonlyArray<{ tier: 'edge' | 'cloud'; fallback: boolean }>;
 
-/** Bodies above this wait their turn (turns.ts): a 64-row FP32 batch is 200 KB. */
+/** A worker's answer to a parsed request: the served tensors, and who answered each sample. */
+type Answerer = (
+  request: InferRequest,
+  traceparent: string,
+) => Promise<{ tensors: Record<string, Tensor>; answered: Answered }>;
+
+/** Bodies above this wait their turn (turns.ts): a 64-row FP32 batch of 784 is 200 KB. */
 const largeBodyBytes = 64 << 10;
+
+/** This server's answer to `GET /v2`. */
+const serverMetadata = {
+  name: 'edgeai',
+  version: '0.2.0',
+  extensions: ['binary_tensor_data', 'model_configuration'],
+};
+
+/** The infer request in a raw body: JSON (any or no Content-Type), or a header and binary data. */
+function readInferBody(body: RawBody, headers: Readonly<Record<string, unknown>>) {
+  const raw = headers['inference-header-content-length'];
+  const header = typeof raw === 'string' ? raw : undefined;
+  if (header === undefined) {
+    const essence =
+      body.contentType === undefined
+        ? undefined
+        : parseMediaType(body.contentType, 'Content-Type').essence;
+    if (essence === 'application/octet-stream') {
+      throw new ValidationError(
+        'Inference-Header-Content-Length: required with a binary body (the length of its JSON header)',
+      );
+    }
+    // tritonclient sends JSON with no Content-Type: the body is JSON unless it says otherwise.
+    if (essence !== undefined && essence !== 'application/json' && !essence.endsWith('+json')) {
+      throw new UnsupportedMediaTypeError(
+        `Content-Type must be application/json or application/octet-stream (got ${essence})`,
+      );
+    }
+    return { json: decodeJsonBody(body.bytes, 'application/json'), binary: undefined };
+  }
+  const length = Number(header);
+  if (!Number.isInteger(length) || length <= 0 || length > body.bytes.length) {
+    throw new ValidationError(
+      `Inference-Header-Content-Length: ${String(header)} is not a length within the ${body.bytes.length}-byte body`,
+    );
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(body.bytes.subarray(0, length).toString('utf8'));
+  } catch {
+    throw new ValidationError('body: the inference header is not valid JSON');
+  }
+  return { json, binary: body.bytes.subarray(length) };
+}
 
 function inferenceDefinition(options: {
   name: 'edge-infer' | 'cloud-infer';
   model: ServedModel;
-  pool: InferencePool;
+  signature: Signature;
+  /** The outputs this worker answers with, in order. */
+  served: readonly TensorSpec[];
   maxBatch: number;
   answer: Answerer;
   consumes: string;
   readiness: readonly ReadinessCheck[];
-  onAnswered?: (results: readonly SampleResult[]) => void;
+  onAnswered?: (answered: Answered) => void;
   /** Where replicas share event answers (event-answers.ts); without it, per process. */
   sharedAnswers?: AnswerOnce;
 }): FunctionDefinition {
-  const { model, pool } = options;
-  const modelParam = z.object({ model: z.string().min(1).max(63) });
-  const checkModel = (name: string) => {
-    if (name !== model.name) {
+  const { model, signature, served } = options;
+  const parsing = { signature, served, maxBatch: options.maxBatch };
+  const described = { ...model, signature, served };
+  const modelParam = z.object({ model: z.string().min(1).max(256) });
+  const versionParam = modelParam.extend({ version: z.string().min(1).max(64) });
+  const checkModel = (params: { model: string; version?: string }) => {
+    if (params.model !== model.name) {
       throw new NotFoundError(
-        `model ${name} is not served here (this worker serves ${model.name})`,
+        `model ${params.model} is not served here (this worker serves ${model.name})`,
+      );
+    }
+    if (params.version !== undefined && params.version !== model.version) {
+      throw new NotFoundError(
+        `model ${model.name} has no version ${params.version} here (served: ${model.version})`,
       );
     }
   };
-  const infer = async (
-    body: unknown,
-    traceparent: string,
-    binary?: Uint8Array,
-    event = false,
-  ): Promise<InferAnswer> => {
-    const batch = parseInferRequest(body, pool.inputWidth, options.maxBatch, binary);
-    if (event && batch.binaryOutputs !== undefined) {
+  const run = async (request: InferRequest, traceparent: string) => {
+    const { tensors, answered } = await options.answer(request, traceparent);
+    options.onAnswered?.(answered);
+    return tensors;
+  };
+  const infer = async (request: InferRequest, traceparent: string): Promise<InferAnswer> =>
+    formatInferResponse(request, described, await run(request, traceparent));
+  const json = (body: unknown): Answer => ({ kind: 'json', body });
+  const turn = createTurns();
+  const inferHttp = async (
+    params: { model: string; version?: string },
+    body: RawBody,
+    ctx: { headers: Readonly<Record<string, unknown>>; traceparent: string },
+  ): Promise<Answer> => {
+    checkModel(params);
+    if (body.bytes.length > largeBodyBytes) await turn();
+    const { json: header, binary } = readInferBody(body, ctx.headers);
+    const answer = await infer(parseInferRequest(header, parsing, binary), ctx.traceparent);
+    const head = Buffer.from(answer.header);
+    if (answer.binary === undefined) {
+      return { kind: 'bytes', contentType: 'application/json', body: head };
+    }
+    return {
+      kind: 'bytes',
+      contentType: 'application/octet-stream',
+      headers: { 'inference-header-content-length': String(head.length) },
+      body: Buffer.concat([head, answer.binary]),
+    };
+  };
+  const inferEvent = async (data: unknown, traceparent: string) => {
+    if (typeof data === 'object' && data !== null && 'instances' in data) {
+      const request = parseInstances(data, signature, options.maxBatch);
+      return formatPredictions(served, await run(request, traceparent), request.rows);
+    }
+    const request = parseInferRequest(data, parsing);
+    if (request.binaryOutputs.size > 0) {
       throw new ValidationError(
         'data: binary outputs (binary_data_output, binary_data) are for HTTP requests; CloudEvent answers are JSON',
       );
     }
-    const results = await options.answer(batch.input, batch.rows, traceparent);
-    options.onAnswered?.(results);
-    return formatInferResponse(batch, model, results);
+    return JSON.parse((await infer(request, traceparent)).header) as unknown;
   };
-  const json = (body: unknown): Answer => ({ kind: 'json', body });
-  const turn = createTurns();
-  const http = async (body: unknown, traceparent: string, binary?: Uint8Array): Promise<Answer> => {
-    const answer = await infer(body, traceparent, binary);
-    if (answer.binary === undefined) return json(answer.header);
-    const header = Buffer.from(JSON.stringify(answer.header));
-    return {
-      kind: 'bytes',
-      contentType: 'application/octet-stream',
-      headers: { 'inference-header-content-length': String(header.length) },
-      body: Buffer.concat([header, answer.binary]),
-    };
-  };
-  const inferEvent = async (data: unknown, traceparent: string) =>
-    (await infer(data, traceparent, undefined, true)).header;
   // A redelivered event (same source and id) gets the first delivery's answer instead of a
   // second inference: counted once, answered the same (across replicas with `sharedAnswers`).
   const once = localAnswers(options.sharedAnswers);
+  const metadata = async ({ params }: { params: { model: string; version?: string } }) => {
+    checkModel(params);
+    return json(modelMetadata(described));
+  };
+  const config = async ({ params }: { params: { model: string; version?: string } }) => {
+    checkModel(params);
+    return json(modelConfig({ ...described, maxBatch: options.maxBatch }));
+  };
+  const ready = async ({ params }: { params: { model: string; version?: string } }) => {
+    checkModel(params);
+    return json({ name: model.name, ready: true });
+  };
   return defineFunction({
     name: options.name,
+    // The OIP spec's error object: {"error": "<message>"} (tritonclient prints that string).
+    errorMessageOnly: (path) => path === '/v2' || path.startsWith('/v2/'),
     // Binary tensor data starts right after the JSON header: read it aligned, to use in place.
     alignBodyAt(headers) {
       const length = Number(headers['inference-header-content-length']);
@@ -95,53 +185,54 @@ function inferenceDefinition(options: {
         method: 'POST',
         path: '/v2/models/:model/infer',
         params: modelParam,
-        async handle({ params, body }, ctx) {
-          checkModel(params.model);
-          if (body.bytes.length > largeBodyBytes) await turn();
-          const header = ctx.headers['inference-header-content-length'];
-          if (header === undefined) {
-            return http(decodeJsonBody(body.bytes, body.contentType), ctx.traceparent);
-          }
-          const length = Number(header);
-          if (!Number.isInteger(length) || length <= 0 || length > body.bytes.length) {
-            throw new ValidationError(
-              `Inference-Header-Content-Length: ${String(header)} is not a length within the ${body.bytes.length}-byte body`,
-            );
-          }
-          let request: unknown;
-          try {
-            request = JSON.parse(body.bytes.subarray(0, length).toString('utf8'));
-          } catch {
-            throw new ValidationError('body: the inference header is not valid JSON');
-          }
-          return http(request, ctx.traceparent, body.bytes.subarray(length));
-        },
+        handle: ({ params, body }, ctx) => inferHttp(params, body, ctx),
+      }),
+      onRawRequest({
+        method: 'POST',
+        path: '/v2/models/:model/versions/:version/infer',
+        params: versionParam,
+        handle: ({ params, body }, ctx) => inferHttp(params, body, ctx),
       }),
       onRequest({
         method: 'POST',
         path: '/predict',
         body: z.unknown(),
-        handle: async ({ body }, ctx) => http(body, ctx.traceparent),
+        async handle({ body }, ctx) {
+          const request = parseInstances(body, signature, options.maxBatch);
+          return json(formatPredictions(served, await run(request, ctx.traceparent), request.rows));
+        },
+      }),
+      onRequest({ method: 'GET', path: '/v2', handle: async () => json(serverMetadata) }),
+      onRequest({ method: 'GET', path: '/v2/models/:model', params: modelParam, handle: metadata }),
+      onRequest({
+        method: 'GET',
+        path: '/v2/models/:model/versions/:version',
+        params: versionParam,
+        handle: metadata,
       }),
       onRequest({
         method: 'GET',
-        path: '/v2/models/:model',
+        path: '/v2/models/:model/config',
         params: modelParam,
-        async handle({ params }) {
-          checkModel(params.model);
-          return json(
-            modelMetadata({ ...model, inputWidth: pool.inputWidth, outputWidth: pool.outputWidth }),
-          );
-        },
+        handle: config,
+      }),
+      onRequest({
+        method: 'GET',
+        path: '/v2/models/:model/versions/:version/config',
+        params: versionParam,
+        handle: config,
       }),
       onRequest({
         method: 'GET',
         path: '/v2/models/:model/ready',
         params: modelParam,
-        async handle({ params }) {
-          checkModel(params.model);
-          return json({ name: model.name, ready: true });
-        },
+        handle: ready,
+      }),
+      onRequest({
+        method: 'GET',
+        path: '/v2/models/:model/versions/:version/ready',
+        params: versionParam,
+        handle: ready,
       }),
       onRequest({
         method: 'GET',
@@ -183,55 +274,64 @@ function edgeInferDefinition(options: {
   joint: JointDeps;
   maxBatch: number;
   readiness: readonly ReadinessCheck[];
-  onAnswered?: (results: readonly SampleResult[]) => void;
+  onAnswered?: (answered: Answered) => void;
   sharedAnswers?: AnswerOnce;
 }): FunctionDefinition {
+  const { joint } = options;
   return inferenceDefinition({
     ...(options.onAnswered === undefined ? {} : { onAnswered: options.onAnswered }),
     ...(options.sharedAnswers === undefined ? {} : { sharedAnswers: options.sharedAnswers }),
     name: 'edge-infer',
     model: options.model,
-    pool: options.joint.edge,
+    signature: joint.edge.signature,
+    served: jointOutputs(joint.task),
     maxBatch: options.maxBatch,
-    answer: (input, rows, traceparent) => jointInfer(options.joint, input, rows, traceparent),
+    async answer(request, traceparent) {
+      // The task is read at each request: a hot reload may have swapped the miner, not the task.
+      const samples = await jointInfer(joint, request.inputs, request.rows, traceparent);
+      return { tensors: jointTensors(joint.task, samples), answered: samples };
+    },
     consumes: eventTypes.inferenceRequested,
     readiness: options.readiness,
   });
 }
 
-/** cloud-infer: the big model, nothing else. */
+/**
+ * cloud-infer: the big model. It answers with the model's own outputs and, when its task reads
+ * them (classification, detection), the task's outputs too: the edge asks for those.
+ */
 function cloudInferDefinition(options: {
   model: ServedModel;
   pool: InferencePool;
+  task: TaskAdapter;
   maxBatch: number;
   readiness: readonly ReadinessCheck[];
-  onAnswered?: (results: readonly SampleResult[]) => void;
+  onAnswered?: (answered: Answered) => void;
 }): FunctionDefinition {
-  const classes = options.pool.outputWidth;
+  const { pool, task } = options;
+  const raw = pool.signature.outputs;
+  const extra = task.kind === 'raw' ? [] : task.outputs;
+  const served = [...raw.filter((o) => !extra.some((e) => e.name === o.name)), ...extra];
+  const cloudTier = { tier: 'cloud' as const, fallback: false };
   return inferenceDefinition({
     ...(options.onAnswered === undefined ? {} : { onAnswered: options.onAnswered }),
     name: 'cloud-infer',
     model: options.model,
-    pool: options.pool,
+    signature: pool.signature,
+    served,
     maxBatch: options.maxBatch,
-    async answer(input, rows) {
-      const out = await options.pool.infer(input, rows);
-      return Array.from({ length: rows }, (_, i) => {
-        const p = out.subarray(i * classes, (i + 1) * classes);
-        return {
-          probabilities: p,
-          tier: 'cloud' as const,
-          hard: false,
-          fallback: false,
-          edge: undefined,
-          cloud: p,
-        };
-      });
+    async answer(request) {
+      const tensors = await pool.infer(request.inputs, request.rows);
+      const wanted = (name: string) => request.outputs?.includes(name) ?? true;
+      if (extra.some((o) => wanted(o.name))) {
+        Object.assign(tensors, task.toTensors(task.fromModel(tensors, request.rows)));
+      }
+      return { tensors, answered: Array.from({ length: request.rows }, () => cloudTier) };
     },
     consumes: eventTypes.inferenceHardExample,
     readiness: options.readiness,
   });
 }
 
-export { edgeInferDefinition, cloudInferDefinition };
-export type { ServedModel };
+export { edgeInferDefinition, cloudInferDefinition, serverMetadata };
+export type { ServedModel, Answered };

@@ -28,8 +28,14 @@ type HemName = (typeof hemNames)[number];
 type EdgeOutput =
   /** One row of class probabilities (sums to about 1; rescaled when it does not). */
   | { kind: 'classification'; probabilities: ArrayLike<number> }
-  /** The boxes a detector kept, each with its confidence; may be empty. */
-  | { kind: 'detection'; boxes: ReadonlyArray<{ score: number }> };
+  /**
+   * The boxes a detector kept, each with its confidence and, when the model gives them, its
+   * per-class scores; may be empty.
+   */
+  | {
+      kind: 'detection';
+      boxes: ReadonlyArray<{ score: number; classScores?: ArrayLike<number> }>;
+    };
 
 /** Each miner reads only its own fields (see `defaultParameters`); all but `seed` lie in [0, 1]. */
 interface HemParameters {
@@ -173,23 +179,57 @@ function distribution(output: EdgeOutput, miner: HemName): number[] {
   if (output.kind !== 'classification') {
     throw new ValidationError(`${miner} needs classification output, got kind ${kindOf(output)}`);
   }
-  const { probabilities } = output;
+  return rescaled(output.probabilities, 'probabilities');
+}
+
+/** A row of scores in [0, 1] rescaled to sum to 1; `where` names it in errors. */
+function rescaled(probabilities: ArrayLike<number>, where: string): number[] {
   const n = probabilities.length;
-  if (!(n >= 1)) throw new ValidationError('probabilities: expected at least one class');
+  if (!(n >= 1)) throw new ValidationError(`${where}: expected at least one class`);
   let sum = 0;
   for (let i = 0; i < n; i++) {
     const p = probabilities[i];
     if (!isUnit(p)) {
-      throw new ValidationError(
-        `probabilities[${i}]: expected a probability in [0, 1], got ${show(p)}`,
-      );
+      throw new ValidationError(`${where}[${i}]: expected a probability in [0, 1], got ${show(p)}`);
     }
     sum += p;
   }
-  if (sum === 0) throw new ValidationError('probabilities: all zero, no class to rank');
+  if (sum === 0) throw new ValidationError(`${where}: all zero, no class to rank`);
   const out = new Array<number>(n);
   for (let i = 0; i < n; i++) out[i] = (probabilities[i] ?? 0) / sum;
   return out;
+}
+
+/**
+ * Each box's class distribution, for the miners Sedna defines on class scores (CrossEntropy)
+ * and ours (Margin): the per-class scores when the detector gives them, else the box's own
+ * object/not-object pair [score, 1 - score].
+ */
+function boxDistributions(output: EdgeOutput, miner: HemName): number[][] {
+  const scores = boxScores(output, miner);
+  const boxes = (output as Extract<EdgeOutput, { kind: 'detection' }>).boxes;
+  return scores.map((score, i) => {
+    const classes = boxes[i]?.classScores;
+    return classes === undefined
+      ? [score, 1 - score]
+      : rescaled(classes, `boxes[${i}].classScores`);
+  });
+}
+
+/**
+ * A class-score miner's hardness for either output kind: the row's own for a classification,
+ * the hardest box's for a detection (an image is as uncertain as its least certain object), and
+ * 1 for a detection with no boxes, as for IBT.
+ */
+function perBox(miner: HemName, ofRow: (p: readonly number[]) => number) {
+  return (output: EdgeOutput): number => {
+    if (output.kind !== 'detection') return ofRow(distribution(output, miner));
+    const rows = boxDistributions(output, miner);
+    if (rows.length === 0) return 1;
+    let hardest = 0;
+    for (const row of rows) hardest = Math.max(hardest, ofRow(row));
+    return hardest;
+  };
 }
 
 function boxScores(output: EdgeOutput, miner: HemName): number[] {
@@ -263,18 +303,17 @@ function thresholdMiner(threshold: number): HardExampleMiner {
  * Normalized entropy H(p) / ln N. A zero probability contributes nothing (the limit of p ln p;
  * Sedna's math.log(0) raises), and a single class is certain (Sedna divides by ln 1 = 0).
  */
-function normalizedEntropy(output: EdgeOutput): number {
-  const p = distribution(output, 'CrossEntropy');
+function normalizedEntropy(p: readonly number[]): number {
   if (p.length === 1) return 0;
   let entropy = 0;
   for (const q of p) if (q > 0) entropy -= q * Math.log(q);
   return clampUnit(entropy / Math.log(p.length));
 }
 
-function marginHardness(output: EdgeOutput): number {
+function marginHardness(p: readonly number[]): number {
   let top1 = 0;
   let top2 = 0;
-  for (const q of distribution(output, 'Margin')) {
+  for (const q of p) {
     if (q > top1) {
       top2 = top1;
       top1 = q;
@@ -341,9 +380,13 @@ function createMiner(name: HemName, parameters: HemParameters = {}): HardExample
       return thresholdMiner(value('threshold'));
     case 'CrossEntropy':
       // Sedna: hard when 1 - normalized entropy < threshold_cross_entropy.
-      return belowCut('CrossEntropy', normalizedEntropy, value('threshold'));
+      return belowCut(
+        'CrossEntropy',
+        perBox('CrossEntropy', normalizedEntropy),
+        value('threshold'),
+      );
     case 'Margin':
-      return belowCut('Margin', marginHardness, value('margin'));
+      return belowCut('Margin', perBox('Margin', marginHardness), value('margin'));
     case 'Random':
       return randomMiner(value('ratio'), value('seed'));
     case 'EdgeOnly':

@@ -6,7 +6,6 @@
 import { defineMetrics } from '../telemetry/index.js';
 import type { Telemetry } from '../telemetry/index.js';
 import type { WorkerCounters } from './joint.js';
-import type { SampleResult } from './protocol.js';
 
 const seconds = [
   0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
@@ -46,7 +45,7 @@ function inferenceMetrics(
     );
   }
   return {
-    answered: (results: readonly SampleResult[]) => {
+    answered: (results: ReadonlyArray<{ tier: 'edge' | 'cloud'; fallback: boolean }>) => {
       let edge = 0;
       let cloud = 0;
       let fallback = 0;

@@ -9,12 +9,16 @@ function isHemName(name: string): name is HemName {
   return (hemNames as readonly string[]).includes(name);
 }
 
-/** A ConfigError naming HEM_NAME or the bad parameter, so the worker stops at start-up. */
+/**
+ * The miner from a worker's settings, and the budget target (targetOffloadRatio) when one is set:
+ * the one place both are read, at start-up and on a task reload. A ConfigError names HEM_NAME or
+ * the bad parameter, so a worker stops at start-up and a reload keeps its running settings.
+ */
 function minerFromConfig(hem: {
   name: string;
   workerParameters: Readonly<Record<string, string>>;
   typedParameters: Readonly<Record<string, string>>;
-}): HardExampleMiner {
+}): { miner: HardExampleMiner; targetOffloadRatio: number | undefined } {
   if (!isHemName(hem.name)) {
     throw new ConfigError(`HEM_NAME: ${hem.name} is not one of ${hemNames.join(', ')}`);
   }
@@ -27,7 +31,12 @@ function minerFromConfig(hem: {
       if (!Number.isFinite(value)) throw new ValidationError(`${key}: not a number: ${raw}`);
       parameters[key] = value;
     }
-    return createMiner(hem.name, parameters);
+    const target = hem.typedParameters['targetOffloadRatio'];
+    const targetOffloadRatio = target === undefined ? undefined : Number(target);
+    if (targetOffloadRatio !== undefined && !(targetOffloadRatio >= 0 && targetOffloadRatio <= 1)) {
+      throw new ValidationError(`targetOffloadRatio: expected a number in [0, 1], got ${target}`);
+    }
+    return { miner: createMiner(hem.name, parameters), targetOffloadRatio };
   } catch (err) {
     if (err instanceof ValidationError) throw new ConfigError(`HEM parameters: ${err.message}`);
     throw err;

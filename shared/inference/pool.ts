@@ -1,16 +1,21 @@
 /**
  * Inference off the HTTP thread: onnxruntime's `run` blocks the thread it runs on, so models run
  * in worker threads. Requests that arrive while a worker is busy are coalesced into one session
- * run (dynamic batching: up to `maxBatch` rows, optionally waiting `maxWaitMs` for more), and the
- * queue is capped: past `maxQueueRows` a request is refused at once with a retryable 503 instead
- * of waiting without bound. Small requests go first: a batch-of-one caller should not wait
- * behind queued batches of hundreds (its latency is what it is judged by), while a large batch
- * hardly notices a few rows ahead of it. A large request that has waited `agingMs` goes first
- * in turn, so a stream of small ones cannot starve it.
+ * run (dynamic batching along the first dimension, up to `maxBatch` rows, optionally waiting
+ * `maxWaitMs` for more) when the model has an open first dimension, and only requests whose other
+ * dimensions agree are joined (an image model with open height and width runs each size apart).
+ * A model without a batch dimension runs one request at a time. The queue is capped: past
+ * `maxQueueRows` a request is refused at once with a retryable 503 instead of waiting without
+ * bound. Small requests go first: a batch-of-one caller should not wait behind queued batches of
+ * hundreds, while a large batch hardly notices a few rows ahead of it. A large request that has
+ * waited `agingMs` goes first in turn, so a stream of small ones cannot starve it.
  */
 import type { Worker } from 'node:worker_threads';
 import { UnavailableError } from '../errors/index.js';
 import { startOnnxWorker } from './onnx-runtime.js';
+import type { RunReply, WireTensor } from './onnx-runtime.js';
+import { sliceRows } from './tensor.js';
+import type { Signature, Tensor } from './tensor.js';
 
 interface PoolOptions {
   /** The ONNX model. */
@@ -27,11 +32,15 @@ interface PoolOptions {
   onRun?: (rows: number) => void;
 }
 
+type Tensors = Record<string, Tensor>;
+
 interface InferencePool {
-  readonly inputWidth: number;
-  readonly outputWidth: number;
-  /** Outputs for `rows` samples (`input.length === rows * inputWidth`). */
-  infer(input: Float32Array, rows: number): Promise<Float32Array>;
+  readonly signature: Signature;
+  /**
+   * The model's outputs for one request, checked by the caller against the signature. `rows` is
+   * the request's first dimension for a batched model, 1 otherwise.
+   */
+  infer(inputs: Readonly<Tensors>, rows: number): Promise<Tensors>;
   /** Rows waiting for a worker. */
   queuedRows(): number;
   close(): Promise<void>;
@@ -43,10 +52,12 @@ const smallRows = 8;
 const agingMs = 20;
 
 interface Pending {
-  input: Float32Array;
+  inputs: Readonly<Tensors>;
   rows: number;
+  /** Requests with the same key may share a session run. */
+  key: string;
   since: number;
-  resolve(output: Float32Array): void;
+  resolve(output: Tensors): void;
   reject(err: Error): void;
 }
 
@@ -56,74 +67,114 @@ interface Slot {
   batch: Pending[];
 }
 
+/** What must agree for two requests to be joined: each input's datatype and trailing dimensions. */
+function batchKey(signature: Signature, inputs: Readonly<Tensors>): string {
+  let key = '';
+  for (const spec of signature.inputs) {
+    const tensor = inputs[spec.name];
+    key += `${tensor?.datatype}:${tensor?.shape.slice(1).join('x')};`;
+  }
+  return key;
+}
+
+/** Splits one run's outputs back into its requests, along the first dimension. */
+function split(outputs: Record<string, WireTensor>, batch: readonly Pending[]): Tensors[] {
+  if (batch.length === 1) return [outputs];
+  const total = batch.reduce((n, p) => n + p.rows, 0);
+  for (const [name, tensor] of Object.entries(outputs)) {
+    if (tensor.shape[0] !== total) {
+      throw new Error(
+        `output ${name} has first dimension ${tensor.shape[0]} for a batch of ${total} rows`,
+      );
+    }
+  }
+  let offset = 0;
+  return batch.map((pending) => {
+    const own: Tensors = {};
+    for (const [name, tensor] of Object.entries(outputs)) {
+      own[name] = sliceRows(tensor, offset, offset + pending.rows);
+    }
+    offset += pending.rows;
+    return own;
+  });
+}
+
 async function createInferencePool(options: PoolOptions): Promise<InferencePool> {
   const started = await Promise.all(
     Array.from({ length: options.threads }, () => startOnnxWorker(options.model)),
   );
-  const { inputWidth, outputWidth } = started[0]!;
+  const { signature } = started[0]!;
   const slots: Slot[] = started.map(({ worker }) => ({ worker, busy: false, batch: [] }));
   const small: Pending[] = [];
   const large: Pending[] = [];
   let queued = 0;
+  let unique = 0;
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
 
-  const fail = (slot: Slot, err: Error) => {
-    for (const pending of slot.batch) pending.reject(err);
-    slot.batch = [];
-    slot.busy = false;
+  const fail = (batch: readonly Pending[], err: Error) => {
+    for (const pending of batch) pending.reject(err);
   };
 
   for (const slot of slots) {
-    slot.worker.on('message', (message: { output?: Float32Array; error?: string }) => {
+    slot.worker.on('message', (message: RunReply) => {
       const batch = slot.batch;
       slot.batch = [];
       slot.busy = false;
-      if (message.output === undefined) {
-        const err = new Error(`inference failed: ${message.error ?? 'unknown'}`);
-        for (const pending of batch) pending.reject(err);
-      } else {
-        let offset = 0;
-        for (const pending of batch) {
-          const width = pending.rows * outputWidth;
-          pending.resolve(message.output.slice(offset, offset + width));
-          offset += width;
+      if ('error' in message) fail(batch, new Error(`inference failed: ${message.error}`));
+      else {
+        try {
+          split(message.outputs, batch).forEach((outputs, i) => batch[i]!.resolve(outputs));
+        } catch (err) {
+          fail(batch, new Error(`inference failed: ${(err as Error).message}`));
         }
       }
       dispatch();
     });
-    slot.worker.on('error', (err) => fail(slot, err));
+    slot.worker.on('error', (err) => {
+      fail(slot.batch, err);
+      slot.batch = [];
+      slot.busy = false;
+    });
+  }
+
+  /** Takes from `queue` the requests that share `key`, while they fit. */
+  function takeMatching(queue: Pending[], key: string, batch: Pending[], rows: number): number {
+    for (let i = 0; i < queue.length;) {
+      const next = queue[i]!;
+      if (next.key !== key) {
+        i += 1;
+        continue;
+      }
+      if (batch.length > 0 && rows + next.rows > options.maxBatch) break;
+      queue.splice(i, 1);
+      batch.push(next);
+      rows += next.rows;
+      queued -= next.rows;
+    }
+    return rows;
   }
 
   function take(): Pending[] {
-    const batch: Pending[] = [];
-    let rows = 0;
     const oldest = large[0];
     const order =
       oldest !== undefined && performance.now() - oldest.since >= agingMs
         ? [large, small]
         : [small, large];
-    for (const queue of order) {
-      while (queue.length > 0) {
-        const next = queue[0]!;
-        if (batch.length > 0 && rows + next.rows > options.maxBatch) break;
-        queue.shift();
-        batch.push(next);
-        rows += next.rows;
-        queued -= next.rows;
-      }
-    }
+    const head = order[0]![0] ?? order[1]![0]!;
+    const batch: Pending[] = [];
+    let rows = 0;
+    for (const queue of order) rows = takeMatching(queue, head.key, batch, rows);
     return batch;
   }
 
   function run(slot: Slot, batch: Pending[]): void {
-    const rows = batch.reduce((n, p) => n + p.rows, 0);
-    options.onRun?.(rows);
+    options.onRun?.(batch.reduce((n, p) => n + p.rows, 0));
     slot.busy = true;
     slot.batch = batch;
     // Posting copies each input once (as joining them here would); the worker joins them into
-    // one tensor on its own thread.
-    slot.worker.postMessage({ inputs: batch.map((pending) => pending.input), rows });
+    // one tensor per input on its own thread.
+    slot.worker.postMessage({ requests: batch.map((pending) => pending.inputs) });
   }
 
   function dispatch(): void {
@@ -131,7 +182,7 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
     const free = slots.find((slot) => !slot.busy);
     if (free === undefined) return;
     // A partial batch may wait a little for more rows; a full one (or maxWaitMs 0) runs now.
-    if (options.maxWaitMs > 0 && queued < options.maxBatch) {
+    if (options.maxWaitMs > 0 && signature.batched && queued < options.maxBatch) {
       timer = setTimeout(() => {
         timer = undefined;
         const slot = slots.find((s) => !s.busy);
@@ -145,11 +196,9 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
   }
 
   return {
-    inputWidth,
-    outputWidth,
-    infer(input, rows) {
+    signature,
+    infer(inputs, rows) {
       if (closed) return Promise.reject(new UnavailableError('inference pool is shutting down'));
-      if (rows === 0) return Promise.resolve(new Float32Array(0));
       if (queued + rows > options.maxQueueRows) {
         return Promise.reject(
           new UnavailableError(
@@ -157,10 +206,12 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
           ),
         );
       }
+      const key = signature.batched ? batchKey(signature, inputs) : `alone:${(unique += 1)}`;
       return new Promise((resolve, reject) => {
         (rows <= smallRows ? small : large).push({
-          input,
+          inputs,
           rows,
+          key,
           since: performance.now(),
           resolve,
           reject,
@@ -173,12 +224,11 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
     async close() {
       closed = true;
       if (timer !== undefined) clearTimeout(timer);
-      for (const pending of [...small.splice(0), ...large.splice(0)])
-        pending.reject(new UnavailableError('inference pool closed'));
+      fail([...small.splice(0), ...large.splice(0)], new UnavailableError('inference pool closed'));
       await Promise.all(slots.map((slot) => slot.worker.terminate()));
     },
   };
 }
 
 export { createInferencePool };
-export type { InferencePool, PoolOptions };
+export type { InferencePool, PoolOptions, Tensors };

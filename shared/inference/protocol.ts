@@ -1,120 +1,190 @@
 /**
- * The request and response shapes of edge-infer and cloud-infer: the Open Inference Protocol v2
- * (KServe, Triton) and the simple `{"instances": [...]}` form. Parsing checks the envelope with
- * zod and the numbers with one loop (zod over 50,000 numbers would cost more than the model):
- * every sample must be `width` finite numbers, given flat or nested as rows.
+ * The Open Inference Protocol v2 REST messages (KServe, Triton), both ends: the server parses
+ * requests and writes answers, the edge's cloud client writes requests and parses answers, with
+ * the same code. Tensors travel as JSON `data` (nested or flat) or in the binary tensor extension
+ * (raw little-endian elements after the JSON header, `binary_data_size` per tensor, BYTES as a
+ * 4-byte length before each element). Parsing checks the envelope with zod and the elements with
+ * one loop (zod over 50,000 numbers would cost more than the model), and checks every input
+ * against the model's signature, naming the input and what was expected.
  */
 import { z } from 'zod';
 import { ValidationError } from '../errors/index.js';
 import { parseInput } from '../schema/index.js';
-
-/** A batch of samples as the models take it. */
-interface Batch {
-  /** rows x width, row-major. */
-  input: Float32Array;
-  rows: number;
-  /** The request's id (OIP), echoed in the answer. */
-  id: string | undefined;
-  form: 'v2' | 'instances';
-  /** OIP: the outputs the caller asked for (all when it named none). */
-  outputs?: ReadonlySet<string>;
-  /** OIP binary extension: the outputs to send as raw bytes after the JSON header. */
-  binaryOutputs?: ReadonlySet<string>;
-}
-
-/** The outputs an OIP answer can carry, in the order they are written. */
-const outputNames = [
-  'probabilities',
-  'label',
-  'tier',
-  'hard',
-  'fallback',
-  'edge_label',
-  'cloud_label',
-] as const;
-
-const tensorSchema = z.object({
-  name: z.string().min(1).max(64),
-  shape: z.array(z.number().int().min(0)).min(1).max(4),
-  datatype: z.string(),
-  parameters: z.record(z.string(), z.unknown()).optional(),
-  // Checked number by number by fill(); z.array would copy tens of thousands of items first.
-  data: z.custom<unknown[]>((value) => Array.isArray(value), 'expected an array'),
-});
+import {
+  allocate,
+  checkTensor,
+  elementBytes,
+  elementCount,
+  fromHalf,
+  isDatatype,
+  toHalf,
+} from './tensor.js';
+import type { Datatype, Signature, Tensor, TensorData, TensorSpec } from './tensor.js';
 
 const binaryFlag = z.boolean().optional();
+const tensorParameters = z
+  .object({ binary_data_size: z.number().int().min(0).optional(), binary_data: binaryFlag })
+  .loose()
+  .optional();
 
-const v2Request = z.object({
-  id: z.string().max(256).optional(),
-  parameters: z.object({ binary_data_output: binaryFlag }).loose().optional(),
-  inputs: z
-    .array(tensorSchema)
-    .min(1, 'one input tensor is required')
-    .max(1, 'this model takes one input'),
-  outputs: z
-    .array(
-      z
-        .object({
-          name: z.string(),
-          parameters: z.object({ binary_data: binaryFlag }).loose().optional(),
-        })
-        .loose(),
-    )
+/** One tensor of a request or an answer: `data` is checked element by element, not by zod. */
+const tensorSchema = z.object({
+  name: z.string().min(1).max(256),
+  shape: z.array(z.number().int().min(0)).max(16),
+  datatype: z.string(),
+  parameters: tensorParameters,
+  // KServe's client sends `"data": null` beside `binary_data_size: 0` for an empty tensor.
+  data: z
+    .custom<unknown[]>((value) => Array.isArray(value), 'expected an array')
+    .nullable()
     .optional(),
 });
 
-const instancesRequest = z.object({ instances: z.array(z.unknown()) });
+/** The infer request (OIP v2 §"Inference Request JSON Object"). */
+const inferRequestSchema = z.object({
+  id: z.string().max(256).optional(),
+  parameters: z.object({ binary_data_output: binaryFlag }).loose().optional(),
+  inputs: z.array(tensorSchema).min(1, 'at least one input tensor is required').max(64),
+  outputs: z
+    .array(z.object({ name: z.string().min(1).max(256), parameters: tensorParameters }).loose())
+    .max(64)
+    .optional(),
+});
 
-const floatTypes = new Set(['FP32', 'FP64', 'FP16']);
+/** The infer answer (OIP v2 §"Inference Response JSON Object"). */
+const inferResponseSchema = z.object({
+  model_name: z.string(),
+  model_version: z.string().optional(),
+  id: z.string().optional(),
+  outputs: z.array(tensorSchema),
+});
 
-/** Flattens `value` (numbers, or arrays of them at any depth) into `out` from `offset`. */
-function fill(value: unknown, out: Float32Array, offset: number, where: string): number {
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) throw new ValidationError(`${where}: not a finite number`);
+/** A parsed infer request: its inputs checked against the model, and what the caller wants back. */
+interface InferRequest {
+  id: string | undefined;
+  inputs: Record<string, Tensor>;
+  /** The first dimension shared by every input of a batched model; 1 for a model without one. */
+  rows: number;
+  /** The outputs asked for, in the asked order; undefined: every output. */
+  outputs: readonly string[] | undefined;
+  /** Outputs to send as raw bytes after the JSON header. */
+  binaryOutputs: ReadonlySet<string>;
+}
+
+const show = (shape: readonly number[]) => JSON.stringify(shape);
+
+const intRanges: Readonly<Partial<Record<Datatype, readonly [number, number]>>> = {
+  UINT8: [0, 255],
+  UINT16: [0, 65535],
+  UINT32: [0, 4294967295],
+  INT8: [-128, 127],
+  INT16: [-32768, 32767],
+  INT32: [-2147483648, 2147483647],
+  UINT64: [0, Number.MAX_SAFE_INTEGER],
+  INT64: [Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER],
+};
+
+/** onnxruntime's string tensors end each element at its first NUL: refused, not truncated. */
+const nulProblem = 'a BYTES element holds a NUL byte, which ONNX string tensors cannot carry';
+
+/** Writes one JSON element into `out[at]`, or says why it cannot. */
+type Store = (out: TensorData, at: number, value: unknown) => string | undefined;
+
+function numberStore(convert?: (v: number) => number): Store {
+  return (out, at, value) => {
+    if (typeof value !== 'number' || !Number.isFinite(value)) return 'expected a finite number';
+    (out as Float32Array)[at] = convert === undefined ? value : convert(value);
+    return undefined;
+  };
+}
+
+function intStore(datatype: Datatype): Store {
+  const [min, max] = intRanges[datatype]!;
+  const big = datatype === 'INT64' || datatype === 'UINT64';
+  return (out, at, value) => {
+    if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+      // JSON numbers past 2^53 are rounded by every JavaScript parser: such 64-bit values can
+      // only arrive exactly as binary data.
+      return big
+        ? `expected an integer in [${min}, ${max}] (larger 64-bit values: send binary data)`
+        : `expected an integer in [${min}, ${max}]`;
+    }
+    if (big) (out as BigInt64Array)[at] = BigInt(value);
+    else (out as Int32Array)[at] = value;
+    return undefined;
+  };
+}
+
+const stores: Readonly<Record<Datatype, Store>> = {
+  BOOL: (out, at, value) => {
+    if (typeof value !== 'boolean') return 'expected true or false';
+    (out as Uint8Array)[at] = value ? 1 : 0;
+    return undefined;
+  },
+  UINT8: intStore('UINT8'),
+  UINT16: intStore('UINT16'),
+  UINT32: intStore('UINT32'),
+  UINT64: intStore('UINT64'),
+  INT8: intStore('INT8'),
+  INT16: intStore('INT16'),
+  INT32: intStore('INT32'),
+  INT64: intStore('INT64'),
+  FP16: numberStore(toHalf),
+  FP32: numberStore(),
+  FP64: numberStore(),
+  BYTES: (out, at, value) => {
+    if (typeof value !== 'string') return 'expected a string';
+    if (value.includes('\0')) return nulProblem;
+    (out as string[])[at] = value;
+    return undefined;
+  },
+};
+
+/**
+ * Flattens `value` (elements, or arrays of them at any depth: OIP allows nested or flat data)
+ * into `out` from `offset`; returns the next offset. FP32 numbers take a fast path: they are
+ * most of what arrives as JSON.
+ */
+function fill(
+  value: unknown,
+  out: TensorData,
+  offset: number,
+  store: Store,
+  where: string,
+): number {
+  if (!Array.isArray(value)) {
     if (offset >= out.length)
       throw new ValidationError(`${where}: more values than the shape holds`);
-    out[offset] = value;
+    const problem = store(out, offset, value);
+    if (problem !== undefined) {
+      throw new ValidationError(
+        `${where}: ${problem}, got ${value === null ? 'null' : JSON.stringify(value)}`,
+      );
+    }
     return offset + 1;
   }
-  if (!Array.isArray(value)) {
-    throw new ValidationError(
-      `${where}: expected a number, got ${value === null ? 'null' : typeof value}`,
-    );
-  }
   let at = offset;
+  const fast = out instanceof Float32Array ? out : undefined;
   for (let i = 0; i < value.length; i += 1) {
     const item: unknown = value[i];
-    if (typeof item === 'number' && Number.isFinite(item) && at < out.length) out[at++] = item;
-    else at = fill(item, out, at, `${where}[${i}]`);
+    if (
+      fast !== undefined &&
+      typeof item === 'number' &&
+      Number.isFinite(item) &&
+      at < fast.length
+    ) {
+      fast[at++] = item;
+    } else at = fill(item, out, at, store, `${where}[${i}]`);
   }
   return at;
-}
-
-/** Shapes a [N, width] model accepts: [N, width], or an image [N, h, w] / [N, 1, h, w] with h*w = width. */
-function batchRows(shape: readonly number[], width: number, where: string): number {
-  const [n, ...rest] = shape;
-  const per = rest.reduce((a, b) => a * b, 1);
-  const ok = rest.length >= 1 && per === width && (rest.length < 3 || rest[0] === 1);
-  if (n === undefined || !ok) {
-    throw new ValidationError(
-      `${where}: shape ${JSON.stringify(shape)} does not fit this model: expected [N, ${width}] (or [N, 28, 28], [N, 1, 28, 28] for ${width} pixels)`,
-    );
-  }
-  return n;
-}
-
-function checkRows(rows: number, maxBatch: number, where: string): void {
-  if (rows === 0) throw new ValidationError(`${where}: empty batch`);
-  if (rows > maxBatch)
-    throw new ValidationError(`${where}: batch of ${rows} is over the limit of ${maxBatch}`);
 }
 
 /**
  * Whether every value is finite, in one pass of additions (2.5x faster than testing each value):
  * a NaN or an infinity makes the sum non-finite, and finite float32 values cannot overflow a
- * double sum (|x| < 3.5e38, far fewer than 1e270 of them). Four sums break the dependency chain.
+ * double sum. Four sums break the dependency chain.
  */
-function allFinite(values: Float32Array): boolean {
+function allFinite(values: ArrayLike<number>): boolean {
   let s0 = 0;
   let s1 = 0;
   let s2 = 0;
@@ -131,279 +201,435 @@ function allFinite(values: Float32Array): boolean {
   return Number.isFinite(s0 + s1 + s2 + s3);
 }
 
-/**
- * The binary tensor extension (Triton, KServe): the input's data follows the JSON header as raw
- * little-endian FP32, sized by `parameters.binary_data_size`. No JSON number parsing: what makes
- * large batches cheap.
- */
-function binaryTensor(
-  tensor: z.output<typeof tensorSchema>,
-  binary: Uint8Array,
-  rows: number,
-  width: number,
-): Float32Array {
-  const size = tensor.parameters?.['binary_data_size'];
-  if (tensor.datatype !== 'FP32') {
+/** BYTES elements from the binary form: each a 4-byte little-endian length, then the bytes. */
+function readBytesElements(bytes: Uint8Array, count: number, where: string): string[] {
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const out = new Array<string>(count);
+  const decoder = new TextDecoder('utf-8', { fatal: true });
+  let at = 0;
+  for (let i = 0; i < count; i += 1) {
+    if (at + 4 > bytes.length) {
+      throw new ValidationError(`${where}: binary BYTES data ends inside element ${i} of ${count}`);
+    }
+    const length = view.getUint32(at, true);
+    at += 4;
+    if (at + length > bytes.length) {
+      throw new ValidationError(
+        `${where}: binary BYTES element ${i} claims ${length} bytes past the data's end`,
+      );
+    }
+    let text: string;
+    try {
+      text = decoder.decode(bytes.subarray(at, at + length));
+    } catch {
+      throw new ValidationError(`${where}: binary BYTES element ${i} is not UTF-8 text`);
+    }
+    if (text.includes('\0')) throw new ValidationError(`${where}: element ${i}: ${nulProblem}`);
+    out[i] = text;
+    at += length;
+  }
+  if (at !== bytes.length) {
     throw new ValidationError(
-      `body.inputs[0].datatype: binary data must be FP32, got ${tensor.datatype}`,
+      `${where}: ${bytes.length - at} bytes left after ${count} BYTES elements`,
     );
   }
-  if (tensor.data.length > 0) {
-    throw new ValidationError('body.inputs[0].data: must be empty when the data is sent as binary');
-  }
-  const expected = rows * width * 4;
-  if (size !== expected || binary.length !== expected) {
-    throw new ValidationError(
-      `body.inputs[0].parameters.binary_data_size: expected ${expected} bytes for shape ${JSON.stringify(tensor.shape)}, got ${String(size)} declared and ${binary.length} sent`,
-    );
-  }
-  // Viewed in place when the data is 4-byte aligned in the body, else copied once.
-  const input =
-    (binary.byteOffset & 3) === 0
-      ? new Float32Array(binary.buffer, binary.byteOffset, rows * width)
-      : new Float32Array(rows * width);
-  if (input.buffer !== binary.buffer) new Uint8Array(input.buffer).set(binary);
-  if (!allFinite(input)) {
-    const bad = input.findIndex((v) => !Number.isFinite(v));
-    throw new ValidationError(`body.inputs[0] binary value ${bad}: not a finite number`);
-  }
-  return input;
+  return out;
 }
 
 /**
- * Parses either request form into a batch of `width`-feature samples; `binary` is what followed
- * the JSON header when the binary tensor extension is used.
+ * One tensor's elements from its binary slice. Fixed-size types are viewed in place when the
+ * slice is aligned for them (the body reader aligns the first), else copied once.
+ */
+function readBinary(
+  datatype: Datatype,
+  bytes: Uint8Array,
+  count: number,
+  where: string,
+): TensorData {
+  if (datatype === 'BYTES') return readBytesElements(bytes, count, where);
+  const size = elementBytes(datatype);
+  if (bytes.length !== count * size) {
+    throw new ValidationError(
+      `${where}: binary_data_size ${bytes.length} does not hold ${count} ${datatype} elements (${count * size} bytes)`,
+    );
+  }
+  const data = allocate(datatype, 0) as Float32Array;
+  const View = data.constructor as new (b: ArrayBufferLike, o: number, n: number) => Float32Array;
+  const Make = data.constructor as new (n: number) => Float32Array;
+  let out: Float32Array;
+  if (bytes.byteOffset % size === 0) out = new View(bytes.buffer, bytes.byteOffset, count);
+  else {
+    out = new Make(count);
+    new Uint8Array(out.buffer).set(bytes);
+  }
+  if (datatype === 'BOOL' && (out as unknown as Uint8Array).some((v) => v > 1)) {
+    throw new ValidationError(`${where}: a BOOL element is neither 0 nor 1`);
+  }
+  if ((datatype === 'FP32' || datatype === 'FP64') && !allFinite(out)) {
+    throw new ValidationError(
+      `${where}: element ${out.findIndex((v) => !Number.isFinite(v))} is not a finite number`,
+    );
+  }
+  if (datatype === 'FP16' && (out as unknown as Uint16Array).some((v) => (v & 0x7c00) === 0x7c00)) {
+    throw new ValidationError(`${where}: an FP16 element is not a finite number`);
+  }
+  return out;
+}
+
+/** The tensor a request's entry describes, its data read from JSON or from the binary part. */
+function readTensor(
+  entry: z.output<typeof tensorSchema>,
+  datatype: Datatype,
+  binary: { bytes: Uint8Array; at: number } | undefined,
+  where: string,
+): Tensor {
+  const count = elementCount(entry.shape);
+  const size = entry.parameters?.binary_data_size;
+  if (size !== undefined) {
+    if (entry.data !== undefined && entry.data !== null && entry.data.length > 0) {
+      throw new ValidationError(`${where}.data: must be absent when the data is sent as binary`);
+    }
+    if (binary === undefined) {
+      throw new ValidationError(
+        `${where}.parameters.binary_data_size: binary data needs the Inference-Header-Content-Length header`,
+      );
+    }
+    if (binary.at + size > binary.bytes.length) {
+      throw new ValidationError(
+        `${where}.parameters.binary_data_size: ${size} bytes declared, ${binary.bytes.length - binary.at} left in the body`,
+      );
+    }
+    const slice = binary.bytes.subarray(binary.at, binary.at + size);
+    binary.at += size;
+    return { datatype, shape: entry.shape, data: readBinary(datatype, slice, count, where) };
+  }
+  if (entry.data === undefined || entry.data === null) {
+    throw new ValidationError(
+      `${where}.data: required (or parameters.binary_data_size for binary data)`,
+    );
+  }
+  const data = allocate(datatype, count);
+  const end = fill(entry.data, data, 0, stores[datatype], `${where}.data`);
+  if (end !== count) {
+    throw new ValidationError(
+      `${where}.data: expected ${count} values for shape ${show(entry.shape)}, got ${end}`,
+    );
+  }
+  return { datatype, shape: entry.shape, data };
+}
+
+function checkDatatype(datatype: string, where: string): Datatype {
+  if (!isDatatype(datatype)) {
+    throw new ValidationError(
+      `${where}.datatype: ${JSON.stringify(datatype)} is not an OIP datatype`,
+    );
+  }
+  return datatype;
+}
+
+/** The first dimension every input shares (batched models), or 1. */
+function rowsOf(signature: Signature, inputs: Record<string, Tensor>, maxBatch: number): number {
+  if (!signature.batched) return 1;
+  const firsts = signature.inputs.map((spec) => [spec.name, inputs[spec.name]!.shape[0]!] as const);
+  const [name, rows] = firsts[0]!;
+  const other = firsts.find(([, n]) => n !== rows);
+  if (other !== undefined) {
+    throw new ValidationError(
+      `body.inputs: inputs ${name} and ${other[0]} disagree on the batch dimension (${rows} and ${other[1]})`,
+    );
+  }
+  if (rows === 0) throw new ValidationError(`body.inputs: input ${name} has an empty batch`);
+  if (rows > maxBatch) {
+    throw new ValidationError(`body.inputs: batch of ${rows} is over the limit of ${maxBatch}`);
+  }
+  return rows;
+}
+
+/**
+ * Parses an infer request against the model: every input named once, with the model's datatype
+ * and a shape its dimensions allow; `binary` is what followed the JSON header when the binary
+ * extension is used (each binary input takes its `binary_data_size` bytes, in input order).
+ * `served` are the outputs this endpoint can answer.
  */
 function parseInferRequest(
   body: unknown,
-  width: number,
-  maxBatch: number,
+  model: { signature: Signature; served: readonly TensorSpec[]; maxBatch: number },
   binary?: Uint8Array,
-): Batch {
-  if (typeof body === 'object' && body !== null && 'instances' in body) {
-    const { instances } = parseInput(instancesRequest, body, 'body');
-    checkRows(instances.length, maxBatch, 'body.instances');
-    const input = new Float32Array(instances.length * width);
-    instances.forEach((instance, i) => {
-      const end = fill(instance, input, i * width, `body.instances[${i}]`);
-      if (end !== (i + 1) * width) {
-        throw new ValidationError(
-          `body.instances[${i}]: expected ${width} numbers, got ${end - i * width}`,
-        );
-      }
-    });
-    return { input, rows: instances.length, id: undefined, form: 'instances' };
-  }
-  const request = parseInput(v2Request, body, 'body');
-  const only = request.inputs[0]!;
-  const wanted = request.outputs?.map((o) => o.name);
-  const unknown = wanted?.find((name) => !(outputNames as readonly string[]).includes(name));
-  if (unknown !== undefined) {
+): InferRequest {
+  const request = parseInput(inferRequestSchema, body, 'body');
+  const { signature } = model;
+  // Names, datatypes and shapes first (cheap), elements after: an oversize batch is refused
+  // before any of its data is read.
+  const shapes: Record<string, Tensor> = {};
+  const datatypes = request.inputs.map((entry, i) => {
+    const where = `body.inputs[${i}]`;
+    const spec = signature.inputs.find((s) => s.name === entry.name);
+    if (spec === undefined) {
+      throw new ValidationError(
+        `${where}.name: ${entry.name} is not an input of this model (inputs: ${signature.inputs.map((s) => s.name).join(', ')})`,
+      );
+    }
+    if (shapes[entry.name] !== undefined) {
+      throw new ValidationError(`${where}.name: ${entry.name} given twice`);
+    }
+    const datatype = checkDatatype(entry.datatype, where);
+    checkTensor(spec, { datatype, shape: entry.shape }, where);
+    shapes[entry.name] = { datatype, shape: entry.shape, data: [] };
+    return datatype;
+  });
+  const missing = signature.inputs.find((spec) => shapes[spec.name] === undefined);
+  if (missing !== undefined) {
     throw new ValidationError(
-      `body.outputs: ${unknown} is not an output of this model (${outputNames.join(', ')})`,
+      `body.inputs: input ${missing.name} (${missing.datatype} ${show(missing.shape)}) is missing`,
     );
   }
-  const outputs = wanted === undefined || wanted.length === 0 ? undefined : new Set(wanted);
+  const rows = rowsOf(signature, shapes, model.maxBatch);
+  const inputs: Record<string, Tensor> = {};
+  const part = binary === undefined ? undefined : { bytes: binary, at: 0 };
+  request.inputs.forEach((entry, i) => {
+    inputs[entry.name] = readTensor(entry, datatypes[i]!, part, `body.inputs[${i}]`);
+  });
+  if (part !== undefined && part.at !== part.bytes.length) {
+    throw new ValidationError(
+      `body: ${part.bytes.length - part.at} bytes after the JSON header are not claimed by any input's binary_data_size`,
+    );
+  }
+  const servedNames = new Set(model.served.map((s) => s.name));
+  const asked = request.outputs ?? [];
+  const unknown = asked.find((o) => !servedNames.has(o.name));
+  if (unknown !== undefined) {
+    throw new ValidationError(
+      `body.outputs: ${unknown.name} is not an output of this model (${[...servedNames].join(', ')})`,
+    );
+  }
   // Triton's rules: binary_data_output makes every output binary; an output's own binary_data
   // flag decides for that output.
   const allBinary = request.parameters?.binary_data_output === true;
-  const binaryNames = outputNames.filter((name) => {
-    const own = request.outputs?.find((o) => o.name === name)?.parameters?.binary_data;
-    return own ?? allBinary;
-  });
-  const binaryOutputs = binaryNames.length === 0 ? {} : { binaryOutputs: new Set(binaryNames) };
-  if (!floatTypes.has(only.datatype)) {
-    throw new ValidationError(
-      `body.inputs[0].datatype: ${only.datatype} is not accepted; send FP32 (or FP64, FP16)`,
-    );
-  }
-  const rows = batchRows(only.shape, width, 'body.inputs[0].shape');
-  checkRows(rows, maxBatch, 'body.inputs[0].shape');
-  if (binary !== undefined) {
-    return {
-      input: binaryTensor(only, binary, rows, width),
-      rows,
-      id: request.id,
-      form: 'v2',
-      ...(outputs === undefined ? {} : { outputs }),
-      ...binaryOutputs,
-    };
-  }
-  const input = new Float32Array(rows * width);
-  const end = fill(only.data, input, 0, 'body.inputs[0].data');
-  if (end !== input.length) {
-    throw new ValidationError(
-      `body.inputs[0].data: expected ${input.length} numbers for shape ${JSON.stringify(only.shape)}, got ${end}`,
-    );
-  }
+  const binaryOutputs = new Set(
+    model.served
+      .map((s) => s.name)
+      .filter((name) => asked.find((o) => o.name === name)?.parameters?.binary_data ?? allBinary),
+  );
   return {
-    input,
-    rows,
     id: request.id,
-    form: 'v2',
-    ...(outputs === undefined ? {} : { outputs }),
-    ...binaryOutputs,
+    inputs,
+    rows,
+    outputs: asked.length === 0 ? undefined : asked.map((o) => o.name),
+    binaryOutputs,
   };
-}
-
-/** What one sample's answer says: the final class and who gave it. */
-interface SampleResult {
-  probabilities: Float32Array;
-  tier: 'edge' | 'cloud';
-  hard: boolean;
-  /** The cloud failed and the edge result stands in for it. */
-  fallback: boolean;
-  edge: Float32Array | undefined;
-  cloud: Float32Array | undefined;
-}
-
-function argmax(p: ArrayLike<number>): number {
-  let best = 0;
-  for (let k = 1; k < p.length; k += 1) if (p[k]! > p[best]!) best = k;
-  return best;
-}
-
-const round = (v: number) => Math.round(v * 1e6) / 1e6;
-const roundAll = (p: ArrayLike<number>) => Array.from(p, round);
-
-/** One OIP output tensor, with its data as the typed array its binary form is made of. */
-interface OutputTensor {
-  name: (typeof outputNames)[number];
-  datatype: 'FP32' | 'INT32' | 'BOOL' | 'BYTES';
-  shape: number[];
-  data: Float32Array | Int32Array | Uint8Array | string[];
-}
-
-/** An answer: the JSON document, and when binary outputs were asked for, the bytes after it. */
-interface InferAnswer {
-  header: unknown;
-  binary?: Buffer;
 }
 
 /**
- * The binary extension's byte layout: little-endian numbers as they sit in memory (every host
- * Node runs on in practice is little-endian), one byte per BOOL, and BYTES as a 4-byte length
- * before each element.
+ * The shortest decimal that reads back as the same float32: JSON answers stay exact (a client
+ * comparing with its own run sees no rounding) without printing the double's 17 digits.
  */
-function tensorBytes(tensor: OutputTensor): Buffer {
-  const { data } = tensor;
-  if (Array.isArray(data)) {
-    return Buffer.concat(
-      data.map((text) => {
-        const bytes = Buffer.from(text, 'utf8');
-        const out = Buffer.allocUnsafe(4 + bytes.length);
-        out.writeUInt32LE(bytes.length, 0);
-        bytes.copy(out, 4);
-        return out;
-      }),
-    );
+function float32Text(value: number): string {
+  if (Number.isInteger(value) && Math.abs(value) < 1e15) return String(value);
+  for (let digits = 6; digits < 9; digits += 1) {
+    const text = value.toPrecision(digits);
+    if (Math.fround(Number(text)) === value) return String(Number(text));
   }
-  return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  return String(Number(value.toPrecision(9)));
 }
 
-function tensorJson(tensor: OutputTensor): unknown[] {
-  const { data } = tensor;
-  if (Array.isArray(data)) return data;
-  if (tensor.datatype === 'FP32') return roundAll(data);
-  if (tensor.datatype === 'BOOL') return Array.from(data, (v) => v === 1);
-  return Array.from(data);
+/** A tensor's elements as the text of a flat JSON array (64-bit integers exact). */
+function jsonData(tensor: Tensor): string {
+  const { data, datatype } = tensor;
+  if (Array.isArray(data)) return JSON.stringify(data);
+  const parts = new Array<string>(data.length);
+  if (datatype === 'BOOL')
+    for (let i = 0; i < data.length; i += 1) parts[i] = data[i] ? 'true' : 'false';
+  else if (datatype === 'FP16') {
+    for (let i = 0; i < data.length; i += 1)
+      parts[i] = float32Text(Math.fround(fromHalf(data[i] as number)));
+  } else if (datatype === 'FP32') {
+    for (let i = 0; i < data.length; i += 1) parts[i] = float32Text(data[i] as number);
+  } else for (let i = 0; i < data.length; i += 1) parts[i] = String(data[i]);
+  return `[${parts.join(',')}]`;
 }
 
-/** The answer in the request's form. */
-function formatInferResponse(
-  batch: Pick<Batch, 'id' | 'form' | 'outputs' | 'binaryOutputs'>,
-  model: { name: string; version: string },
-  results: readonly SampleResult[],
-): InferAnswer {
-  if (batch.form === 'instances') {
-    return {
-      header: {
-        predictions: results.map((r) => ({
-          label: argmax(r.probabilities),
-          probabilities: roundAll(r.probabilities),
-          tier: r.tier,
-          hard: r.hard,
-          fallback: r.fallback,
-          edge:
-            r.edge === undefined
-              ? null
-              : { label: argmax(r.edge), confidence: Math.max(...r.edge) },
-          cloud:
-            r.cloud === undefined
-              ? null
-              : { label: argmax(r.cloud), confidence: Math.max(...r.cloud) },
-        })),
-      },
-    };
-  }
-  const n = results.length;
-  const width = results[0]?.probabilities.length ?? 0;
-  const wanted = (name: string) => batch.outputs?.has(name) ?? true;
-  // One pass: this runs for every sample of every batch.
-  const probabilities = new Float32Array(wanted('probabilities') ? n * width : 0);
-  const labels = new Int32Array(n);
-  const tiers = new Array<string>(n);
-  const hard = new Uint8Array(n);
-  const fallback = new Uint8Array(n);
-  const edgeLabels = new Int32Array(n);
-  const cloudLabels = new Int32Array(n);
-  results.forEach((r, i) => {
-    if (probabilities.length > 0) probabilities.set(r.probabilities, i * width);
-    const label = argmax(r.probabilities);
-    labels[i] = label;
-    tiers[i] = r.tier;
-    hard[i] = r.hard ? 1 : 0;
-    fallback[i] = r.fallback ? 1 : 0;
-    edgeLabels[i] = r.edge === undefined ? -1 : r.edge === r.probabilities ? label : argmax(r.edge);
-    cloudLabels[i] =
-      r.cloud === undefined ? -1 : r.cloud === r.probabilities ? label : argmax(r.cloud);
+/** A tensor's elements in the binary extension's layout (host order: little-endian in practice). */
+function binaryData(tensor: Tensor): Buffer {
+  const { data } = tensor;
+  if (!Array.isArray(data)) return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  const parts = data.map((text) => {
+    const bytes = Buffer.from(text, 'utf8');
+    const out = Buffer.allocUnsafe(4 + bytes.length);
+    out.writeUInt32LE(bytes.length, 0);
+    bytes.copy(out, 4);
+    return out;
   });
-  const tensors: OutputTensor[] = [
-    { name: 'probabilities', datatype: 'FP32', shape: [n, width], data: probabilities },
-    { name: 'label', datatype: 'INT32', shape: [n], data: labels },
-    { name: 'tier', datatype: 'BYTES', shape: [n], data: tiers },
-    { name: 'hard', datatype: 'BOOL', shape: [n], data: hard },
-    { name: 'fallback', datatype: 'BOOL', shape: [n], data: fallback },
-    { name: 'edge_label', datatype: 'INT32', shape: [n], data: edgeLabels },
-    { name: 'cloud_label', datatype: 'INT32', shape: [n], data: cloudLabels },
-  ];
+  return Buffer.concat(parts);
+}
+
+/** An answer: the JSON header's text, and when binary outputs were asked for, the bytes after it. */
+interface InferAnswer {
+  header: string;
+  binary?: Buffer;
+}
+
+/** Writes tensors as OIP entries: JSON data, or a binary_data_size and bytes after the header. */
+function writeTensors(
+  named: ReadonlyArray<readonly [string, Tensor]>,
+  binaryNames: ReadonlySet<string>,
+): { entries: string; binary: Buffer[] } {
   const binary: Buffer[] = [];
-  const outputs: unknown[] = [];
-  for (const tensor of tensors) {
-    if (!wanted(tensor.name)) continue;
-    const { name, datatype, shape } = tensor;
-    if (batch.binaryOutputs?.has(name) === true) {
-      const bytes = tensorBytes(tensor);
-      binary.push(bytes);
-      outputs.push({ name, datatype, shape, parameters: { binary_data_size: bytes.length } });
-    } else {
-      outputs.push({ name, datatype, shape, data: tensorJson(tensor) });
-    }
-  }
-  const header = {
-    model_name: model.name,
-    model_version: model.version,
-    ...(batch.id === undefined ? {} : { id: batch.id }),
-    outputs,
-  };
+  const entries = named.map(([name, tensor]) => {
+    const head = `{"name":${JSON.stringify(name)},"datatype":"${tensor.datatype}","shape":${show(tensor.shape)}`;
+    if (!binaryNames.has(name)) return `${head},"data":${jsonData(tensor)}}`;
+    const bytes = binaryData(tensor);
+    binary.push(bytes);
+    return `${head},"parameters":{"binary_data_size":${bytes.length}}}`;
+  });
+  return { entries: entries.join(','), binary };
+}
+
+/** The answer to `request` from the model's (or the task's) output tensors. */
+function formatInferResponse(
+  request: Pick<InferRequest, 'id' | 'outputs' | 'binaryOutputs'>,
+  model: { name: string; version: string; served: readonly TensorSpec[] },
+  tensors: Readonly<Record<string, Tensor>>,
+): InferAnswer {
+  const names = request.outputs ?? model.served.map((s) => s.name);
+  const named = names.flatMap((name) => {
+    const tensor = tensors[name];
+    return tensor === undefined ? [] : [[name, tensor] as const];
+  });
+  const { entries, binary } = writeTensors(named, request.binaryOutputs);
+  const id = request.id === undefined ? '' : `,"id":${JSON.stringify(request.id)}`;
+  const header = `{"model_name":${JSON.stringify(model.name)},"model_version":${JSON.stringify(model.version)}${id},"outputs":[${entries}]}`;
   return binary.length === 0 ? { header } : { header, binary: Buffer.concat(binary) };
 }
 
-/** OIP model metadata for a [N, width] -> [N, classes] model. */
+/**
+ * An infer request in the binary extension, as the edge sends hard samples to the cloud worker:
+ * the body and the length of its JSON header (the Inference-Header-Content-Length).
+ */
+function encodeInferRequest(request: {
+  id?: string;
+  inputs: Readonly<Record<string, Tensor>>;
+  outputs: readonly string[];
+}): { body: Buffer; headerLength: number } {
+  const { entries, binary } = writeTensors(
+    Object.entries(request.inputs),
+    new Set(Object.keys(request.inputs)),
+  );
+  const outputs = request.outputs
+    .map((name) => `{"name":${JSON.stringify(name)},"parameters":{"binary_data":true}}`)
+    .join(',');
+  const id = request.id === undefined ? '' : `"id":${JSON.stringify(request.id)},`;
+  const header = Buffer.from(`{${id}"inputs":[${entries}],"outputs":[${outputs}]}`);
+  return { body: Buffer.concat([header, ...binary]), headerLength: header.length };
+}
+
+/** The same request as JSON data only (CloudEvents carry JSON). */
+function inferRequestJson(request: {
+  id?: string;
+  inputs: Readonly<Record<string, Tensor>>;
+}): unknown {
+  const { entries } = writeTensors(Object.entries(request.inputs), new Set());
+  return JSON.parse(
+    `{${request.id === undefined ? '' : `"id":${JSON.stringify(request.id)},`}"inputs":[${entries}]}`,
+  );
+}
+
+/** Parses an infer answer (JSON, or a header plus binary outputs) into its tensors by name. */
+function parseInferResponse(
+  body: Uint8Array,
+  headerLength: number | undefined,
+): Record<string, Tensor> {
+  const headerBytes = headerLength === undefined ? body : body.subarray(0, headerLength);
+  let json: unknown;
+  try {
+    json = JSON.parse(
+      Buffer.from(headerBytes.buffer, headerBytes.byteOffset, headerBytes.length).toString('utf8'),
+    );
+  } catch {
+    throw new ValidationError('answer: the JSON header does not parse');
+  }
+  const answer = parseInput(inferResponseSchema, json, 'answer');
+  const part =
+    headerLength === undefined ? undefined : { bytes: body.subarray(headerLength), at: 0 };
+  const out: Record<string, Tensor> = {};
+  answer.outputs.forEach((entry, i) => {
+    const where = `answer.outputs[${i}]`;
+    out[entry.name] = readTensor(entry, checkDatatype(entry.datatype, where), part, where);
+  });
+  return out;
+}
+
+/** OIP model metadata: the truth about names, datatypes and shapes (-1 for open dimensions). */
 function modelMetadata(model: {
   name: string;
   version: string;
-  inputWidth: number;
-  outputWidth: number;
+  signature: Signature;
+  served: readonly TensorSpec[];
 }) {
+  const entry = (spec: TensorSpec) => ({
+    name: spec.name,
+    datatype: spec.datatype,
+    shape: [...spec.shape],
+  });
   return {
     name: model.name,
     versions: [model.version],
     platform: 'onnxruntime_onnx',
-    inputs: [{ name: 'input', datatype: 'FP32', shape: [-1, model.inputWidth] }],
-    outputs: [{ name: 'probabilities', datatype: 'FP32', shape: [-1, model.outputWidth] }],
+    inputs: model.signature.inputs.map(entry),
+    outputs: model.served.map(entry),
   };
 }
 
-export { parseInferRequest, formatInferResponse, modelMetadata, argmax, outputNames };
-export type { Batch, InferAnswer, SampleResult };
+/** Triton's names for the datatypes, in its model configuration. */
+const tritonTypes: Readonly<Record<Datatype, string>> = {
+  BOOL: 'TYPE_BOOL',
+  UINT8: 'TYPE_UINT8',
+  UINT16: 'TYPE_UINT16',
+  UINT32: 'TYPE_UINT32',
+  UINT64: 'TYPE_UINT64',
+  INT8: 'TYPE_INT8',
+  INT16: 'TYPE_INT16',
+  INT32: 'TYPE_INT32',
+  INT64: 'TYPE_INT64',
+  FP16: 'TYPE_FP16',
+  FP32: 'TYPE_FP32',
+  FP64: 'TYPE_FP64',
+  BYTES: 'TYPE_STRING',
+};
+
+/**
+ * Triton's model configuration (its `GET /v2/models/{m}/config` extension, which tritonclient's
+ * get_model_config reads): with a batch dimension, max_batch_size is set and dims leave it out.
+ */
+function modelConfig(model: {
+  name: string;
+  signature: Signature;
+  served: readonly TensorSpec[];
+  maxBatch: number;
+}) {
+  const { batched } = model.signature;
+  const entry = (spec: TensorSpec) => ({
+    name: spec.name,
+    data_type: tritonTypes[spec.datatype],
+    dims: batched ? spec.shape.slice(1) : [...spec.shape],
+  });
+  return {
+    name: model.name,
+    platform: 'onnxruntime_onnx',
+    backend: 'onnxruntime',
+    max_batch_size: batched ? model.maxBatch : 0,
+    input: model.signature.inputs.map(entry),
+    output: model.served.map(entry),
+  };
+}
+
+export {
+  modelConfig,
+  parseInferRequest,
+  formatInferResponse,
+  encodeInferRequest,
+  inferRequestJson,
+  parseInferResponse,
+  modelMetadata,
+  float32Text,
+};
+export type { InferRequest, InferAnswer };

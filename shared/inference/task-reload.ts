@@ -22,24 +22,18 @@ interface TaskSpec {
   };
 }
 
-/** The miner a task's spec asks for. */
-function minerFromTask(spec: TaskSpec): {
-  miner: HardExampleMiner;
-  targetOffloadRatio: number | undefined;
-} {
+/** The miner (and budget target) a task's spec asks for. */
+function minerFromTask(spec: TaskSpec): ReturnType<typeof minerFromConfig> {
   const hem = spec.edgeWorker?.hardExampleAlgorithm;
-  const typed = Object.fromEntries(
-    Object.entries(hem?.parameters ?? {}).map(([k, v]) => [k, String(v)]),
-  );
-  const miner = minerFromConfig({
+  return minerFromConfig({
     name: hem?.name ?? 'Threshold',
     workerParameters: Object.fromEntries(
       (spec.edgeWorker?.workerSpec?.parameters ?? []).map((p) => [p.key, p.value]),
     ),
-    typedParameters: typed,
+    typedParameters: Object.fromEntries(
+      Object.entries(hem?.parameters ?? {}).map(([k, v]) => [k, String(v)]),
+    ),
   });
-  const target = hem?.parameters?.['targetOffloadRatio'];
-  return { miner, targetOffloadRatio: typeof target === 'number' ? target : undefined };
 }
 
 function watchTask(options: {

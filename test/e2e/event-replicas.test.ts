@@ -11,6 +11,7 @@ import {
   WorkerCounters,
   createInferencePool,
   createMiner,
+  createTaskAdapter,
   edgeInferDefinition,
   sharedAnswers,
 } from '../../shared/inference/index.js';
@@ -56,6 +57,7 @@ describe('inference events across two replicas', () => {
             model: { name: 'edge', version: '1' },
             joint: {
               edge: pool,
+              task: createTaskAdapter({}, pool.signature),
               cloud: undefined,
               miner: createMiner('Threshold', { threshold: 0.9 }),
               settings: {

@@ -8,6 +8,7 @@ import {
   cloudInferDefinition,
   createInferencePool,
   createMiner,
+  createTaskAdapter,
   edgeInferDefinition,
 } from '../../shared/inference/index.js';
 import type { InferencePool } from '../../shared/inference/index.js';
@@ -65,6 +66,7 @@ describe('inference functions under random input', () => {
           model: { name: 'edge', version: '1' },
           joint: {
             edge: edgePool,
+            task: createTaskAdapter({}, edgePool.signature),
             cloud: undefined,
             miner: createMiner('Margin', { margin: 0.3 }),
             settings: {
@@ -85,6 +87,7 @@ describe('inference functions under random input', () => {
         cloudInferDefinition({
           model: { name: 'cloud', version: '1' },
           pool: cloudPool,
+          task: createTaskAdapter({}, cloudPool.signature),
           maxBatch: 64,
           readiness: [],
         }),

@@ -286,11 +286,18 @@ const rows: Row[] = [
     message: /unsupported charset "klingon"/,
   },
   {
-    name: 'compressed body',
-    headers: { ...ce('io.edgeai.test.accept'), 'content-encoding': 'gzip' },
+    name: 'an unsupported compression',
+    headers: { ...ce('io.edgeai.test.accept'), 'content-encoding': 'br' },
     body: 'xx',
     status: 415,
-    message: /Content-Encoding gzip is not supported/,
+    message: /Content-Encoding br is not supported \(gzip, deflate or identity\)/,
+  },
+  {
+    name: 'a body that is not the gzip it claims',
+    headers: { ...ce('io.edgeai.test.accept'), 'content-encoding': 'gzip' },
+    body: 'xx',
+    status: 400,
+    message: /body: not valid gzip data/,
   },
   {
     name: 'dependency down',

@@ -216,8 +216,34 @@ describe('CrossEntropy', () => {
     expect(miner.hardness(cls(0.4, 0.4))).toBeCloseTo(1, 12);
   });
 
-  it('needs classification output', () => {
-    expectValidation(() => createMiner('CrossEntropy').isHard(det(0.5)), 'classification');
+  it('reads detections box by box: the least certain box decides, no boxes is hard', () => {
+    const ce = (threshold: number) => createMiner('CrossEntropy', { threshold });
+    const boxes = (...b: Array<{ score: number; classScores?: number[] }>) => ({
+      kind: 'detection' as const,
+      boxes: b,
+    });
+    // No class scores: the box's own pair [0.9, 0.1]; H / ln 2 = 0.325083 / 0.693147 = 0.468996.
+    expect(ce(0.5).hardness(boxes({ score: 0.9 }))).toBeCloseTo(0.468996, 6);
+    expect(ce(0.5).isHard(boxes({ score: 0.9 }))).toBe(false); // 1 - 0.469 = 0.531 >= 0.5
+    expect(ce(0.6).isHard(boxes({ score: 0.9 }))).toBe(true); // 0.531 < 0.6
+    // Class scores [0.5, 0.5, 0, 0]: ln 2 / ln 4 = 0.5, exactly on the cut at 0.5: not hard.
+    const even = { score: 0.8, classScores: [0.5, 0.5, 0, 0] };
+    expect(ce(0.5).hardness(boxes(even))).toBeCloseTo(0.5, 12);
+    expect(ce(0.5).isHard(boxes(even))).toBe(false);
+    // A certain box beside a uniform one: the uniform one (hardness 1) decides.
+    const mixed = boxes(
+      { score: 0.99, classScores: [1, 0] },
+      { score: 0.6, classScores: [0.25, 0.25, 0.25, 0.25] },
+    );
+    expect(ce(0.5).hardness(mixed)).toBe(1);
+    expect(ce(0.1).isHard(mixed)).toBe(true);
+    // Zero boxes: nothing the edge trusts, as for IBT.
+    expect(ce(0.5).hardness(boxes())).toBe(1);
+    expect(ce(0.01).isHard(boxes())).toBe(true); // confidence 0 < 0.01 (at 0 nothing is hard)
+    expectValidation(
+      () => ce(0.5).isHard(boxes({ score: 0.9, classScores: [0.5, 1.5] })),
+      'boxes[0].classScores[1]',
+    );
   });
 });
 
@@ -330,10 +356,16 @@ describe('input validation', () => {
     }
   });
 
-  it('rejects a detection row where probabilities are needed', () => {
-    for (const name of ['CrossEntropy', 'Margin'] as const) {
-      expectValidation(() => createMiner(name).isHard(det(0.9)), name, 'classification');
-    }
+  it('reads Margin on detections box by box, as CrossEntropy', () => {
+    const margin = createMiner('Margin', { margin: 0.2 });
+    const boxes = (...b: Array<{ score: number; classScores?: number[] }>) => ({
+      kind: 'detection' as const,
+      boxes: b,
+    });
+    expect(margin.isHard(boxes({ score: 0.9, classScores: [0.7, 0.3] }))).toBe(false); // 0.4
+    expect(margin.isHard(boxes({ score: 0.9, classScores: [0.6, 0.4] }))).toBe(false); // on it
+    expect(margin.isHard(boxes({ score: 0.55 }))).toBe(true); // [0.55, 0.45]: 0.1 < 0.2
+    expect(margin.hardness(boxes())).toBe(1);
   });
 });
 

@@ -9,6 +9,17 @@ import { loadMnist, pixels } from '../../../shared/training/data.js';
 
 const model = new Uint8Array(readFileSync(new URL('../../../models/edge.onnx', import.meta.url)));
 
+/** Digits `from` to `from + rows` as the model's input. */
+const digits = (x: Float32Array, from: number, rows: number) => ({
+  input: {
+    datatype: 'FP32' as const,
+    shape: [rows, pixels],
+    data: x.slice(from * pixels, (from + rows) * pixels),
+  },
+});
+const probabilities = (out: Record<string, { data: unknown }>) =>
+  out['probabilities']!.data as Float32Array;
+
 describe('inference pool', () => {
   const { test } = loadMnist();
   const runs: number[] = [];
@@ -33,7 +44,7 @@ describe('inference pool', () => {
     runs.length = 0;
     const outputs = await Promise.all(
       Array.from({ length: 300 }, (_, i) =>
-        pool.infer(test.x.slice(i * pixels, (i + 1) * pixels), 1),
+        pool.infer(digits(test.x, i, 1), 1).then(probabilities),
       ),
     );
     outputs.forEach((output, i) => {
@@ -53,7 +64,7 @@ describe('inference pool', () => {
       maxWaitMs: 0,
     });
     const results = await Promise.allSettled(
-      Array.from({ length: 20 }, () => small.infer(test.x.slice(0, 64 * pixels), 64)),
+      Array.from({ length: 20 }, () => small.infer(digits(test.x, 0, 64), 64)),
     );
     const refused = results.filter((r) => r.status === 'rejected');
     expect(refused.length).toBeGreaterThan(0);
@@ -61,7 +72,7 @@ describe('inference pool', () => {
       expect(r.reason).toBeInstanceOf(UnavailableError);
       expect(String(r.reason)).toMatch(/inference queue full/);
     }
-    expect((await small.infer(test.x.slice(0, pixels), 1)).length).toBe(10);
+    expect(probabilities(await small.infer(digits(test.x, 0, 1), 1)).length).toBe(10);
     await small.close();
   });
 
@@ -77,9 +88,9 @@ describe('inference pool', () => {
     });
     const done: string[] = [];
     const large = Array.from({ length: 4 }, (_, i) =>
-      ordered.infer(test.x.slice(0, 64 * pixels), 64).then(() => done.push(`large${i}`)),
+      ordered.infer(digits(test.x, 0, 64), 64).then(() => done.push(`large${i}`)),
     );
-    const small = ordered.infer(test.x.slice(0, pixels), 1).then(() => done.push('small'));
+    const small = ordered.infer(digits(test.x, 0, 1), 1).then(() => done.push('small'));
     await Promise.all([...large, small]);
     // large0 was running when the rest arrived; the small one goes next, then the others in order.
     expect(done).toEqual(['large0', 'small', 'large1', 'large2', 'large3']);
@@ -101,15 +112,15 @@ describe('inference pool', () => {
     // has a full batch of small requests waiting.
     const callers = Array.from({ length: 8 }, async () => {
       while (!stop) {
-        await starving.infer(test.x.slice(0, pixels), 1);
+        await starving.infer(digits(test.x, 0, 1), 1);
         smallServed += 1;
       }
     });
     await new Promise((resolve) => setTimeout(resolve, 20));
     // Without aging this never resolves (the small stream only stops after it): the test would
     // time out.
-    const big = await starving.infer(test.x.slice(0, 9 * pixels), 9);
-    expect(big.length).toBe(90);
+    const big = await starving.infer(digits(test.x, 0, 9), 9);
+    expect(probabilities(big).length).toBe(90);
     stop = true;
     await Promise.all(callers);
     expect(smallServed).toBeGreaterThan(0);
@@ -126,11 +137,7 @@ describe('inference pool', () => {
       onRun: (rows) => sizes.push(rows),
     });
     const sizes: number[] = [];
-    await Promise.all(
-      Array.from({ length: 8 }, (_, i) =>
-        waiting.infer(test.x.slice(i * pixels, (i + 1) * pixels), 1),
-      ),
-    );
+    await Promise.all(Array.from({ length: 8 }, (_, i) => waiting.infer(digits(test.x, i, 1), 1)));
     expect(sizes).toEqual([8]);
     await waiting.close();
   });

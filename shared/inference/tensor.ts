@@ -1,0 +1,243 @@
+/**
+ * Tensors as the serving path carries them, in the Open Inference Protocol's terms: a datatype
+ * name (BOOL, UINT8..UINT64, INT8..INT64, FP16, FP32, FP64, BYTES), a shape and the elements in
+ * row-major order, held in the typed array the binary tensor extension is made of (FP16 as its
+ * 16-bit patterns, BOOL as one byte each, INT64 as BigInt64Array, BYTES as strings). A model's
+ * signature says what it takes and gives, with -1 for a dimension the model leaves open.
+ */
+import { ValidationError } from '../errors/index.js';
+
+const datatypes = [
+  'BOOL',
+  'UINT8',
+  'UINT16',
+  'UINT32',
+  'UINT64',
+  'INT8',
+  'INT16',
+  'INT32',
+  'INT64',
+  'FP16',
+  'FP32',
+  'FP64',
+  'BYTES',
+] as const;
+type Datatype = (typeof datatypes)[number];
+
+type NumericData =
+  | Uint8Array
+  | Int8Array
+  | Uint16Array
+  | Int16Array
+  | Uint32Array
+  | Int32Array
+  | Float32Array
+  | Float64Array;
+type BigData = BigInt64Array | BigUint64Array;
+type TensorData = NumericData | BigData | string[];
+
+interface Tensor {
+  readonly datatype: Datatype;
+  readonly shape: readonly number[];
+  readonly data: TensorData;
+}
+
+/** One input or output of a model; -1 marks a dimension the model leaves open. */
+interface TensorSpec {
+  readonly name: string;
+  readonly datatype: Datatype;
+  readonly shape: readonly number[];
+}
+
+/**
+ * What a model takes and gives. `batched`: every input and output has an open first dimension,
+ * so requests can be joined and split along it (dynamic batching, per-sample offload); a model
+ * without one is run one request at a time, each request being one sample.
+ */
+interface Signature {
+  readonly inputs: readonly TensorSpec[];
+  readonly outputs: readonly TensorSpec[];
+  readonly batched: boolean;
+}
+
+type Constructor = new (length: number) => NumericData | BigData;
+
+const constructors: Readonly<Record<Exclude<Datatype, 'BYTES'>, Constructor>> = {
+  BOOL: Uint8Array,
+  UINT8: Uint8Array,
+  UINT16: Uint16Array,
+  UINT32: Uint32Array,
+  UINT64: BigUint64Array,
+  INT8: Int8Array,
+  INT16: Int16Array,
+  INT32: Int32Array,
+  INT64: BigInt64Array,
+  FP16: Uint16Array,
+  FP32: Float32Array,
+  FP64: Float64Array,
+};
+
+function isDatatype(value: string): value is Datatype {
+  return (datatypes as readonly string[]).includes(value);
+}
+
+/** Bytes per element in the binary extension; BYTES elements carry their own length. */
+function elementBytes(datatype: Exclude<Datatype, 'BYTES'>): number {
+  return (constructors[datatype] as unknown as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT;
+}
+
+function elementCount(shape: readonly number[]): number {
+  let n = 1;
+  for (const d of shape) n *= d;
+  return n;
+}
+
+/** A zeroed tensor's storage for `length` elements. */
+function allocate(datatype: Datatype, length: number): TensorData {
+  if (datatype === 'BYTES') return new Array<string>(length).fill('');
+  return new constructors[datatype](length);
+}
+
+/** Rows `start` to `end` along the first dimension (shares memory for typed arrays). */
+function sliceRows(tensor: Tensor, start: number, end: number): Tensor {
+  const rows = tensor.shape[0] ?? 1;
+  const per = rows === 0 ? 0 : tensor.data.length / rows;
+  return {
+    datatype: tensor.datatype,
+    shape: [end - start, ...tensor.shape.slice(1)],
+    data: tensor.data.slice(start * per, end * per),
+  };
+}
+
+/** The rows at `indices`, in that order. */
+function pickRows(tensor: Tensor, indices: readonly number[]): Tensor {
+  const rows = tensor.shape[0] ?? 1;
+  const per = rows === 0 ? 0 : tensor.data.length / rows;
+  const out = allocate(tensor.datatype, indices.length * per);
+  indices.forEach((row, i) => copyInto(out, tensor.data, row * per, per, i * per));
+  return {
+    datatype: tensor.datatype,
+    shape: [indices.length, ...tensor.shape.slice(1)],
+    data: out,
+  };
+}
+
+function copyInto(
+  out: TensorData,
+  from: TensorData,
+  start: number,
+  length: number,
+  at: number,
+): void {
+  if (Array.isArray(out)) {
+    const strings = from as string[];
+    for (let k = 0; k < length; k += 1) out[at + k] = strings[start + k]!;
+  } else {
+    (out as Float32Array).set((from as Float32Array).subarray(start, start + length), at);
+  }
+}
+
+/** Joins tensors of the same datatype and trailing dimensions along the first dimension. */
+function concatRows(parts: readonly Tensor[]): Tensor {
+  const first = parts[0]!;
+  if (parts.length === 1) return first;
+  const rows = parts.reduce((n, t) => n + (t.shape[0] ?? 1), 0);
+  const length = parts.reduce((n, t) => n + t.data.length, 0);
+  const out = allocate(first.datatype, length);
+  let at = 0;
+  for (const part of parts) {
+    copyInto(out, part.data, 0, part.data.length, at);
+    at += part.data.length;
+  }
+  return { datatype: first.datatype, shape: [rows, ...first.shape.slice(1)], data: out };
+}
+
+/** Whether `shape` fits `spec` (same rank; open dimensions take any size). */
+function fitsShape(spec: readonly number[], shape: readonly number[]): boolean {
+  return spec.length === shape.length && spec.every((d, i) => d === -1 || d === shape[i]);
+}
+
+/**
+ * Checks a request's tensor against the model's input: datatype and shape, naming the input and
+ * both sides. `where` is the request field the message points at.
+ */
+function checkTensor(spec: TensorSpec, tensor: Pick<Tensor, 'datatype' | 'shape'>, where: string) {
+  if (tensor.datatype !== spec.datatype) {
+    throw new ValidationError(
+      `${where}: input ${spec.name} takes datatype ${spec.datatype}, got ${tensor.datatype}`,
+    );
+  }
+  if (!fitsShape(spec.shape, tensor.shape)) {
+    throw new ValidationError(
+      `${where}: input ${spec.name} takes shape ${JSON.stringify(spec.shape)} (-1: any size), got ${JSON.stringify(tensor.shape)}`,
+    );
+  }
+}
+
+/** IEEE 754 half-precision bits for a number (round to nearest even), as the binary form holds. */
+function toHalf(value: number): number {
+  const f32 = new Float32Array(1);
+  const u32 = new Uint32Array(f32.buffer);
+  f32[0] = value;
+  const x = u32[0]!;
+  const sign = (x >>> 16) & 0x8000;
+  const exponent = (x >>> 23) & 0xff;
+  let mantissa = x & 0x7fffff;
+  if (exponent === 0xff) return sign | 0x7c00 | (mantissa === 0 ? 0 : 0x200);
+  const e = exponent - 127 + 15;
+  if (e >= 0x1f) return sign | 0x7c00;
+  if (e <= 0) {
+    if (e < -10) return sign;
+    mantissa |= 0x800000;
+    const shift = 14 - e;
+    let half = mantissa >>> shift;
+    const rest = mantissa & ((1 << shift) - 1);
+    const halfway = 1 << (shift - 1);
+    if (rest > halfway || (rest === halfway && (half & 1) === 1)) half += 1;
+    return sign | half;
+  }
+  let half = (e << 10) | (mantissa >>> 13);
+  const rest = mantissa & 0x1fff;
+  if (rest > 0x1000 || (rest === 0x1000 && (half & 1) === 1)) half += 1;
+  return sign | half;
+}
+
+/** The number a half-precision bit pattern stands for. */
+function fromHalf(bits: number): number {
+  const sign = bits & 0x8000 ? -1 : 1;
+  const exponent = (bits >>> 10) & 0x1f;
+  const mantissa = bits & 0x3ff;
+  if (exponent === 0) return sign * mantissa * 2 ** -24;
+  if (exponent === 0x1f) return mantissa === 0 ? sign * Infinity : NaN;
+  return sign * (1 + mantissa / 1024) * 2 ** (exponent - 15);
+}
+
+/** The elements as plain numbers (FP16 decoded, 64-bit integers rounded), for task adapters. */
+function numbersOf(tensor: Tensor): ArrayLike<number> {
+  const { data, datatype } = tensor;
+  if (Array.isArray(data)) {
+    throw new ValidationError(`a ${datatype} tensor holds strings, not numbers`);
+  }
+  if (datatype === 'FP16') return Float32Array.from(data as Uint16Array, fromHalf);
+  if (data instanceof BigInt64Array || data instanceof BigUint64Array) {
+    return Float64Array.from(data, (v) => Number(v));
+  }
+  return data;
+}
+
+export {
+  datatypes,
+  isDatatype,
+  elementBytes,
+  elementCount,
+  allocate,
+  sliceRows,
+  pickRows,
+  concatRows,
+  fitsShape,
+  checkTensor,
+  toHalf,
+  fromHalf,
+  numbersOf,
+};
+export type { Datatype, Tensor, TensorData, TensorSpec, Signature, NumericData };

@@ -1,0 +1,189 @@
+/**
+ * The two inference workers assembled from their settings: what functions/edge-infer and
+ * functions/cloud-infer start. Everything that can be wrong with the settings or the model (an
+ * unknown miner, a task that does not fit the model's outputs, a model that does not load) is a
+ * ConfigError at start-up: the worker never becomes ready, and Knative shows why.
+ */
+import { hostname } from 'node:os';
+import type { RuntimeConfig } from '../config/index.js';
+import { ConfigError } from '../errors/index.js';
+import type { FunctionDefinition } from '../http/index.js';
+import { requireRedis } from '../redis/index.js';
+import type { RedisClient } from '../redis/index.js';
+import type { Telemetry } from '../telemetry/index.js';
+import { createBudget } from './budget.js';
+import { createCloudClient } from './cloud-client.js';
+import { loadEdgeConfig, loadServingConfig } from './config.js';
+import type { ServingConfig } from './config.js';
+import { cloudInferDefinition, edgeInferDefinition } from './definition.js';
+import { sharedAnswers } from './event-answers.js';
+import { WorkerCounters, checkJointSettings } from './joint.js';
+import type { JointDeps } from './joint.js';
+import { inferenceMetrics } from './metrics.js';
+import { minerFromConfig } from './miner-config.js';
+import { loadModelBytes } from './model-source.js';
+import { createInferencePool } from './pool.js';
+import type { InferencePool } from './pool.js';
+import { startReporter } from './reporter.js';
+import { createHardExampleSink } from './sink.js';
+import { createTaskAdapter } from './task.js';
+import { watchTask } from './task-reload.js';
+
+interface Runtime {
+  config: RuntimeConfig;
+  telemetry: Telemetry;
+}
+
+interface Worker {
+  definition: FunctionDefinition;
+  close(): Promise<void>;
+}
+
+/** The model's pool and task adapter, with the queue gauge wired to the pool. */
+async function serveModel(serving: ServingConfig, telemetry: Telemetry, counters?: WorkerCounters) {
+  // The queue gauge reads the pool, which is made after the metrics it reports into.
+  const live: { pool?: InferencePool } = {};
+  const metrics = inferenceMetrics(telemetry, {
+    ...(counters === undefined ? {} : { counters }),
+    queuedRows: () => live.pool?.queuedRows() ?? 0,
+  });
+  let pool: InferencePool;
+  try {
+    pool = await createInferencePool({
+      model: await loadModelBytes(serving.model),
+      ...serving.pool,
+      onRun: metrics.batchRows,
+    });
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError(`MODEL_URL: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  live.pool = pool;
+  try {
+    return {
+      pool,
+      metrics,
+      task: createTaskAdapter(serving.task, pool.signature, serving.nmsThreshold),
+    };
+  } catch (err) {
+    await pool.close();
+    throw err;
+  }
+}
+
+/** cloud-infer: the big model behind the Open Inference Protocol. */
+async function startCloudWorker({ telemetry }: Runtime): Promise<Worker> {
+  const serving = loadServingConfig('cloud');
+  const { pool, metrics, task } = await serveModel(serving, telemetry);
+  const definition = cloudInferDefinition({
+    model: { name: serving.modelName, version: '1' },
+    pool,
+    task,
+    maxBatch: serving.maxBatch,
+    readiness: [],
+    onAnswered: metrics.answered,
+  });
+  return { definition, close: () => pool.close() };
+}
+
+/**
+ * The budget for a target offload ratio, replaced whenever the target changes (a task reload):
+ * the running one stops first, so two never refresh the same window from one process.
+ */
+function budgetHolder(joint: JointDeps, make: (target: number) => JointDeps['budget']) {
+  return (target: number | undefined) => {
+    joint.budget?.stop();
+    const next = target === undefined ? undefined : make(target);
+    if (next === undefined) delete joint.budget;
+    else joint.budget = next;
+  };
+}
+
+/** edge-infer: the small model, hard-example mining and offload. */
+async function startEdgeWorker({ config, telemetry }: Runtime): Promise<Worker> {
+  const serving = loadServingConfig('edge');
+  const edge = loadEdgeConfig();
+  const { miner, targetOffloadRatio } = minerFromConfig({
+    ...edge.hem,
+    workerParameters: serving.workerParameters,
+  });
+  const counters = new WorkerCounters();
+  const { pool, metrics, task } = await serveModel(serving, telemetry, counters);
+  try {
+    checkJointSettings(edge.joint, miner.name, task, edge.sink !== undefined);
+  } catch (err) {
+    await pool.close();
+    throw err;
+  }
+  const warn = (fields: Record<string, unknown>, message: string) =>
+    telemetry.log.warn(fields, message);
+  const redis: RedisClient | undefined =
+    config.redis.url === undefined ? undefined : requireRedis(config.redis, 'edge-infer', warn);
+  // Replicas of one service share a budget window; a worker outside a service has its own.
+  const service = edge.service ?? `local/${serving.modelName}`;
+  const joint: JointDeps = {
+    edge: pool,
+    task,
+    cloud: edge.cloud === undefined ? undefined : createCloudClient(edge.cloud),
+    miner,
+    settings: edge.joint,
+    counters,
+    observe: metrics.observe,
+    ...(edge.sink === undefined
+      ? {}
+      : {
+          emitHardExamples: createHardExampleSink({
+            url: edge.sink,
+            source: '/apis/edgeai.io/functions/edge-infer',
+            attempts: 3,
+          }),
+        }),
+  };
+  const setBudget = budgetHolder(joint, (target) =>
+    createBudget({ redis, service, target, ...edge.budget, log: telemetry.log }),
+  );
+  setBudget(targetOffloadRatio);
+  const reporter =
+    edge.report === undefined
+      ? undefined
+      : startReporter({
+          ...edge.report,
+          reporter: `${hostname()}:${Date.now()}`,
+          counters,
+          log: telemetry.log,
+        });
+  const watcher =
+    redis === undefined || edge.node === undefined || edge.service === undefined
+      ? undefined
+      : watchTask({
+          redis,
+          node: edge.node,
+          service: edge.service,
+          target: joint,
+          onBudget: setBudget,
+          pollMs: edge.taskPollMs,
+          log: telemetry.log,
+        });
+  const definition = edgeInferDefinition({
+    model: { name: serving.modelName, version: '1' },
+    joint,
+    maxBatch: serving.maxBatch,
+    readiness: [],
+    onAnswered: metrics.answered,
+    ...(redis === undefined
+      ? {}
+      : { sharedAnswers: sharedAnswers(redis, { scope: service, ...edge.eventAnswers, warn }) }),
+  });
+  return {
+    definition,
+    async close() {
+      watcher?.stop();
+      joint.budget?.stop();
+      await reporter?.stop();
+      redis?.disconnect();
+      await pool.close();
+    },
+  };
+}
+
+export { startEdgeWorker, startCloudWorker };
