@@ -173,8 +173,10 @@ function inferenceDefinition(options: {
   };
   return defineFunction({
     name: options.name,
-    // The OIP spec's error object: {"error": "<message>"} (tritonclient prints that string).
-    errorMessageOnly: (path) => path === '/v2' || path.startsWith('/v2/'),
+    // The OIP spec's error object, {"error": "<message>"}, on every route: tritonclient prints
+    // that string (an object makes its exception unprintable), and a client configured with a
+    // base path (http://host/prefix) reaches routes outside /v2 when the path is wrong.
+    errorMessageOnly: () => true,
     // Binary tensor data starts right after the JSON header: read it aligned, to use in place.
     alignBodyAt(headers) {
       const length = Number(headers['inference-header-content-length']);

@@ -111,6 +111,12 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
   let unique = 0;
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
+  /**
+   * Set when a joined run's outputs did not carry the batch along their first dimension, though
+   * the metadata said they would (an output declared [N, ...] that is really [1, ...]): from
+   * then on every request runs alone, as for a model without a batch dimension.
+   */
+  let unsplittable = false;
 
   const fail = (batch: readonly Pending[], err: Error) => {
     for (const pending of batch) pending.reject(err);
@@ -123,11 +129,15 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
       slot.busy = false;
       if ('error' in message) fail(batch, new Error(`inference failed: ${message.error}`));
       else {
+        let parts: Tensors[] | undefined;
         try {
-          split(message.outputs, batch).forEach((outputs, i) => batch[i]!.resolve(outputs));
+          parts = split(message.outputs, batch);
         } catch (err) {
-          fail(batch, new Error(`inference failed: ${(err as Error).message}`));
+          if (batch.length === 1)
+            fail(batch, new Error(`inference failed: ${(err as Error).message}`));
+          else runAlone(batch);
         }
+        parts?.forEach((outputs, i) => batch[i]!.resolve(outputs));
       }
       dispatch();
     });
@@ -136,6 +146,19 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
       slot.batch = [];
       slot.busy = false;
     });
+  }
+
+  /**
+   * A joined run's outputs could not be split by rows: its requests go back to the front of the
+   * queue, each to run alone, and no request is joined again (see `unsplittable`).
+   */
+  function runAlone(batch: readonly Pending[]): void {
+    unsplittable = true;
+    for (const pending of [...batch].reverse()) {
+      (pending.rows <= smallRows ? small : large).unshift(pending);
+      queued += pending.rows;
+    }
+    for (const pending of [...small, ...large]) pending.key = `alone:${(unique += 1)}`;
   }
 
   /** Takes from `queue` the requests that share `key`, while they fit. */
@@ -182,7 +205,7 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
     const free = slots.find((slot) => !slot.busy);
     if (free === undefined) return;
     // A partial batch may wait a little for more rows; a full one (or maxWaitMs 0) runs now.
-    if (options.maxWaitMs > 0 && signature.batched && queued < options.maxBatch) {
+    if (options.maxWaitMs > 0 && signature.batched && !unsplittable && queued < options.maxBatch) {
       timer = setTimeout(() => {
         timer = undefined;
         const slot = slots.find((s) => !s.busy);
@@ -206,7 +229,8 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
           ),
         );
       }
-      const key = signature.batched ? batchKey(signature, inputs) : `alone:${(unique += 1)}`;
+      const key =
+        signature.batched && !unsplittable ? batchKey(signature, inputs) : `alone:${(unique += 1)}`;
       return new Promise((resolve, reject) => {
         (rows <= smallRows ? small : large).push({
           inputs,

@@ -90,10 +90,20 @@ const nulProblem = 'a BYTES element holds a NUL byte, which ONNX string tensors 
 /** Writes one JSON element into `out[at]`, or says why it cannot. */
 type Store = (out: TensorData, at: number, value: unknown) => string | undefined;
 
-function numberStore(convert?: (v: number) => number): Store {
+function numberStore(datatype: 'FP16' | 'FP32' | 'FP64'): Store {
   return (out, at, value) => {
     if (typeof value !== 'number' || !Number.isFinite(value)) return 'expected a finite number';
-    (out as Float32Array)[at] = convert === undefined ? value : convert(value);
+    // A finite JSON number past FP32's or FP16's range would be stored as infinity, which the
+    // binary form refuses and a JSON answer cannot carry: refused here too.
+    if (datatype === 'FP16') {
+      const bits = toHalf(value);
+      if ((bits & 0x7c00) === 0x7c00) return 'expected a finite number within FP16 range (±65504)';
+      (out as Uint16Array)[at] = bits;
+      return undefined;
+    }
+    (out as Float64Array)[at] = value;
+    if (!Number.isFinite(out[at]))
+      return 'expected a finite number within FP32 range (±3.4028235e38)';
     return undefined;
   };
 }
@@ -106,7 +116,9 @@ function intStore(datatype: Datatype): Store {
       // JSON numbers past 2^53 are rounded by every JavaScript parser: such 64-bit values can
       // only arrive exactly as binary data.
       return big
-        ? `expected an integer in [${min}, ${max}] (larger 64-bit values: send binary data)`
+        ? typeof value === 'number' && Number.isInteger(value)
+          ? `${value < 0 ? 'below' : 'past'} the integers JSON carries exactly (|n| < 2^53): send binary data for such 64-bit values`
+          : `expected an integer in [${min}, ${max}]`
         : `expected an integer in [${min}, ${max}]`;
     }
     if (big) (out as BigInt64Array)[at] = BigInt(value);
@@ -129,9 +141,9 @@ const stores: Readonly<Record<Datatype, Store>> = {
   INT16: intStore('INT16'),
   INT32: intStore('INT32'),
   INT64: intStore('INT64'),
-  FP16: numberStore(toHalf),
-  FP32: numberStore(),
-  FP64: numberStore(),
+  FP16: numberStore('FP16'),
+  FP32: numberStore('FP32'),
+  FP64: numberStore('FP64'),
   BYTES: (out, at, value) => {
     if (typeof value !== 'string') return 'expected a string';
     if (value.includes('\0')) return nulProblem;
@@ -154,12 +166,12 @@ function fill(
 ): number {
   if (!Array.isArray(value)) {
     if (offset >= out.length)
-      throw new ValidationError(`${where}: more values than the shape holds`);
+      throw new ValidationError(`${where}: more values than the ${out.length} the shape holds`);
     const problem = store(out, offset, value);
     if (problem !== undefined) {
-      throw new ValidationError(
-        `${where}: ${problem}, got ${value === null ? 'null' : JSON.stringify(value)}`,
-      );
+      // String(): JSON.stringify writes the Infinity that JSON.parse makes of 1e400 as null.
+      const got = typeof value === 'number' ? String(value) : JSON.stringify(value);
+      throw new ValidationError(`${where}: ${problem}, got ${got}`);
     }
     return offset + 1;
   }
@@ -167,14 +179,15 @@ function fill(
   const fast = out instanceof Float32Array ? out : undefined;
   for (let i = 0; i < value.length; i += 1) {
     const item: unknown = value[i];
-    if (
-      fast !== undefined &&
-      typeof item === 'number' &&
-      Number.isFinite(item) &&
-      at < fast.length
-    ) {
-      fast[at++] = item;
-    } else at = fill(item, out, at, store, `${where}[${i}]`);
+    if (fast !== undefined && typeof item === 'number' && at < fast.length) {
+      fast[at] = item;
+      // Not finite (past FP32's range, or 1e400 read as infinity): the slow path says why.
+      if (Number.isFinite(fast[at])) {
+        at += 1;
+        continue;
+      }
+    }
+    at = fill(item, out, at, store, `${where}[${i}]`);
   }
   return at;
 }
@@ -182,7 +195,8 @@ function fill(
 /**
  * Whether every value is finite, in one pass of additions (2.5x faster than testing each value):
  * a NaN or an infinity makes the sum non-finite, and finite float32 values cannot overflow a
- * double sum. Four sums break the dependency chain.
+ * double sum. Four sums break the dependency chain. Finite FP64 values can overflow it (two
+ * Number.MAX_VALUE): false is then only a hint, which the caller confirms value by value.
  */
 function allFinite(values: ArrayLike<number>): boolean {
   let s0 = 0;
@@ -262,16 +276,30 @@ function readBinary(
     out = new Make(count);
     new Uint8Array(out.buffer).set(bytes);
   }
-  if (datatype === 'BOOL' && (out as unknown as Uint8Array).some((v) => v > 1)) {
-    throw new ValidationError(`${where}: a BOOL element is neither 0 nor 1`);
+  if (datatype === 'BOOL') {
+    const bytes = out as unknown as Uint8Array;
+    const bad = bytes.findIndex((v) => v > 1);
+    if (bad >= 0) {
+      throw new ValidationError(
+        `${where}: element ${bad} is ${bytes[bad]}, but a BOOL element is 0 or 1`,
+      );
+    }
   }
   if ((datatype === 'FP32' || datatype === 'FP64') && !allFinite(out)) {
-    throw new ValidationError(
-      `${where}: element ${out.findIndex((v) => !Number.isFinite(v))} is not a finite number`,
-    );
+    // A sum of finite FP64 values can overflow: only a value that is not finite is refused.
+    const bad = out.findIndex((v) => !Number.isFinite(v));
+    if (bad >= 0) {
+      throw new ValidationError(`${where}: element ${bad} is not a finite number (${out[bad]})`);
+    }
   }
-  if (datatype === 'FP16' && (out as unknown as Uint16Array).some((v) => (v & 0x7c00) === 0x7c00)) {
-    throw new ValidationError(`${where}: an FP16 element is not a finite number`);
+  if (datatype === 'FP16') {
+    const bits = out as unknown as Uint16Array;
+    const bad = bits.findIndex((v) => (v & 0x7c00) === 0x7c00);
+    if (bad >= 0) {
+      throw new ValidationError(
+        `${where}: element ${bad} (bits 0x${bits[bad]!.toString(16)}) is not a finite number`,
+      );
+    }
   }
   return out;
 }
@@ -361,6 +389,8 @@ function parseInferRequest(
   // Names, datatypes and shapes first (cheap), elements after: an oversize batch is refused
   // before any of its data is read.
   const shapes: Record<string, Tensor> = {};
+  // Messages about one input's datatype and data name it first: "input x: body.inputs[0]...".
+  const named = (i: number) => `input ${request.inputs[i]!.name}: body.inputs[${i}]`;
   const datatypes = request.inputs.map((entry, i) => {
     const where = `body.inputs[${i}]`;
     const spec = signature.inputs.find((s) => s.name === entry.name);
@@ -372,7 +402,7 @@ function parseInferRequest(
     if (shapes[entry.name] !== undefined) {
       throw new ValidationError(`${where}.name: ${entry.name} given twice`);
     }
-    const datatype = checkDatatype(entry.datatype, where);
+    const datatype = checkDatatype(entry.datatype, named(i));
     checkTensor(spec, { datatype, shape: entry.shape }, where);
     shapes[entry.name] = { datatype, shape: entry.shape, data: [] };
     return datatype;
@@ -387,7 +417,7 @@ function parseInferRequest(
   const inputs: Record<string, Tensor> = {};
   const part = binary === undefined ? undefined : { bytes: binary, at: 0 };
   request.inputs.forEach((entry, i) => {
-    inputs[entry.name] = readTensor(entry, datatypes[i]!, part, `body.inputs[${i}]`);
+    inputs[entry.name] = readTensor(entry, datatypes[i]!, part, named(i));
   });
   if (part !== undefined && part.at !== part.bytes.length) {
     throw new ValidationError(
@@ -400,6 +430,14 @@ function parseInferRequest(
   if (unknown !== undefined) {
     throw new ValidationError(
       `body.outputs: ${unknown.name} is not an output of this model (${[...servedNames].join(', ')})`,
+    );
+  }
+  // Triton's classification extension (top-k "score:index" strings) is not served: refused by
+  // name rather than answered with the raw scores the caller did not ask for.
+  const classified = asked.findIndex((o) => o.parameters?.['classification'] !== undefined);
+  if (classified >= 0) {
+    throw new ValidationError(
+      `body.outputs[${classified}].parameters.classification: the classification extension is not supported; ask for the output itself`,
     );
   }
   // Triton's rules: binary_data_output makes every output binary; an output's own binary_data
@@ -424,6 +462,10 @@ function parseInferRequest(
  * comparing with its own run sees no rounding) without printing the double's 17 digits.
  */
 function float32Text(value: number): string {
+  // JSON has no NaN or infinity: such an output is null here (binary outputs carry it exactly).
+  if (!Number.isFinite(value)) return 'null';
+  // String(-0) is "0": the sign of zero would be lost.
+  if (Object.is(value, -0)) return '-0';
   if (Number.isInteger(value) && Math.abs(value) < 1e15) return String(value);
   for (let digits = 6; digits < 9; digits += 1) {
     const text = value.toPrecision(digits);
@@ -444,6 +486,12 @@ function jsonData(tensor: Tensor): string {
       parts[i] = float32Text(Math.fround(fromHalf(data[i] as number)));
   } else if (datatype === 'FP32') {
     for (let i = 0; i < data.length; i += 1) parts[i] = float32Text(data[i] as number);
+  } else if (datatype === 'FP64') {
+    // String() is exact for doubles, but writes -0 as "0".
+    for (let i = 0; i < data.length; i += 1) {
+      const v = data[i] as number;
+      parts[i] = Object.is(v, -0) ? '-0' : Number.isFinite(v) ? String(v) : 'null';
+    }
   } else for (let i = 0; i < data.length; i += 1) parts[i] = String(data[i]);
   return `[${parts.join(',')}]`;
 }
@@ -552,7 +600,7 @@ function parseInferResponse(
     headerLength === undefined ? undefined : { bytes: body.subarray(headerLength), at: 0 };
   const out: Record<string, Tensor> = {};
   answer.outputs.forEach((entry, i) => {
-    const where = `answer.outputs[${i}]`;
+    const where = `output ${entry.name}: answer.outputs[${i}]`;
     out[entry.name] = readTensor(entry, checkDatatype(entry.datatype, where), part, where);
   });
   return out;

@@ -174,32 +174,32 @@ function checkTensor(spec: TensorSpec, tensor: Pick<Tensor, 'datatype' | 'shape'
   }
 }
 
-/** IEEE 754 half-precision bits for a number (round to nearest even), as the binary form holds. */
+/**
+ * IEEE 754 half-precision bits for a number (round to nearest even), as the binary form holds.
+ * Rounded once, from the double itself: going through float32 first rounded twice, and a value
+ * just above a half-way point between two halves (1 + 2^-11 + 2^-40) fell to the even neighbour
+ * below instead of the nearest one above.
+ */
 function toHalf(value: number): number {
-  const f32 = new Float32Array(1);
-  const u32 = new Uint32Array(f32.buffer);
-  f32[0] = value;
-  const x = u32[0]!;
-  const sign = (x >>> 16) & 0x8000;
-  const exponent = (x >>> 23) & 0xff;
-  let mantissa = x & 0x7fffff;
-  if (exponent === 0xff) return sign | 0x7c00 | (mantissa === 0 ? 0 : 0x200);
-  const e = exponent - 127 + 15;
-  if (e >= 0x1f) return sign | 0x7c00;
-  if (e <= 0) {
-    if (e < -10) return sign;
-    mantissa |= 0x800000;
-    const shift = 14 - e;
-    let half = mantissa >>> shift;
-    const rest = mantissa & ((1 << shift) - 1);
-    const halfway = 1 << (shift - 1);
-    if (rest > halfway || (rest === halfway && (half & 1) === 1)) half += 1;
-    return sign | half;
+  if (Number.isNaN(value)) return 0x7e00;
+  const sign = value < 0 || Object.is(value, -0) ? 0x8000 : 0;
+  const a = Math.abs(value);
+  // 65520 is half-way between the largest half (65504) and 2^16: it and above round to infinity.
+  if (a >= 65520) return sign | 0x7c00;
+  // Below 2^-14 halves are subnormal, in steps of 2^-24; above, 11 significant bits. Scaling
+  // by a power of two is exact, so `scaled - whole` is the exact rest to round on.
+  let exponent = -14;
+  if (a >= 2 ** -14) {
+    exponent = Math.floor(Math.log2(a));
+    if (2 ** exponent > a) exponent -= 1;
+    else if (2 ** (exponent + 1) <= a) exponent += 1;
   }
-  let half = (e << 10) | (mantissa >>> 13);
-  const rest = mantissa & 0x1fff;
-  if (rest > 0x1000 || (rest === 0x1000 && (half & 1) === 1)) half += 1;
-  return sign | half;
+  const scaled = a * 2 ** (10 - exponent);
+  let whole = Math.floor(scaled);
+  const rest = scaled - whole;
+  if (rest > 0.5 || (rest === 0.5 && (whole & 1) === 1)) whole += 1;
+  // A normal number's leading bit is implicit; rounding up to 2^11 carries into the exponent.
+  return a < 2 ** -14 ? sign | whole : sign | (((exponent + 15) << 10) + whole - 1024);
 }
 
 /** The number a half-precision bit pattern stands for. */

@@ -199,6 +199,30 @@ function identityModel(options: IdentityModelOptions): Uint8Array {
   });
 }
 
+/** One input and the output that repeats it, in `identitiesModel`. */
+interface IdentityPair {
+  input: string;
+  output: string;
+  datatype: OipDatatype;
+  /** Dims of both ends, as in `IdentityModelOptions.shape`. */
+  shape: Array<number | string>;
+}
+
+/**
+ * Several `Identity` nodes side by side, one per pair: each output repeats its input, and the
+ * model needs every input. Inputs and outputs are listed in the pairs' order. For a server
+ * whose one request carries tensors of several datatypes at once (the mixed-datatype requests
+ * OIP clients send).
+ */
+function identitiesModel(name: string, pairs: readonly IdentityPair[]): Uint8Array {
+  return encodeModel({
+    name,
+    nodes: pairs.map((p) => node('Identity', [p.input], [p.output])),
+    inputs: pairs.map((p) => valueInfo(p.input, p.datatype, p.shape)),
+    outputs: pairs.map((p) => valueInfo(p.output, p.datatype, p.shape)),
+  });
+}
+
 /**
  * Two inputs of different datatypes and ranks, three outputs of three datatypes, all sharing the
  * symbolic batch dim `N`: a signature a server cannot treat as "the first input, the first output".
@@ -281,14 +305,35 @@ function mismatchedBatchModel(): Uint8Array {
   });
 }
 
+/**
+ * Input `x` FP32 [N, 2] → output `nonzero` INT64 [K, 2]: the (row, column) index of each nonzero
+ * element of `x`, in row-major order (NonZero, then Transpose). Its output's first dim is
+ * symbolic like a batch dim, but it is `K`, not `N`: with every element nonzero, K = 2N. A server
+ * that joined requests and split this output by rows would hand out wrong indices; each
+ * request's answer must be its own indices, counted from its own first row.
+ */
+function nonzeroIndicesModel(): Uint8Array {
+  return encodeModel({
+    name: 'nonzero_indices',
+    nodes: [
+      node('NonZero', ['x'], ['indices']),
+      node('Transpose', ['indices'], ['nonzero'], [ints('perm', [1, 0])]),
+    ],
+    inputs: [valueInfo('x', 'FP32', ['N', 2])],
+    outputs: [valueInfo('nonzero', 'INT64', ['K', 2])],
+  });
+}
+
 export {
   fixedBatchModel,
+  identitiesModel,
   identityModel,
   imageModel,
   mismatchedBatchModel,
   multiIoModel,
+  nonzeroIndicesModel,
   oipDatatypes,
   onnxElemTypeOf,
   ortTypeOf,
 };
-export type { IdentityModelOptions, OipDatatype, OrtTensorType };
+export type { IdentityModelOptions, IdentityPair, OipDatatype, OrtTensorType };
