@@ -11,7 +11,9 @@
  * waited `agingMs` goes first in turn, so a stream of small ones cannot starve it.
  */
 import type { Worker } from 'node:worker_threads';
-import { UnavailableError } from '../errors/index.js';
+import { once } from 'node:events';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { UnavailableError, ValidationError } from '../errors/index.js';
 import { startOnnxWorker } from './onnx-runtime.js';
 import type { RunReply, WireTensor } from './onnx-runtime.js';
 import { sliceRows } from './tensor.js';
@@ -44,6 +46,22 @@ interface InferencePool {
   /** Rows waiting for a worker. */
   queuedRows(): number;
   close(): Promise<void>;
+}
+
+/** How long `close` waits for session runs in progress. */
+const closeWaitMs = 10_000;
+
+/**
+ * A session run that failed on inputs that passed the signature check: the model's own
+ * constraints (a detector needing sides that are multiples of 32) are the caller's to meet, so a
+ * 400 with onnxruntime's reason and the shapes sent, as Triton answers, not a bare 500.
+ */
+function refused(request: Pending, reason: string): ValidationError {
+  const shapes = Object.entries(request.inputs)
+    .map(([name, tensor]) => `${name} ${JSON.stringify(tensor.shape)}`)
+    .join(', ');
+  const why = reason.replace(/\s+/g, ' ').slice(0, 500);
+  return new ValidationError(`the model could not run on these inputs (${shapes}): ${why}`);
 }
 
 /** Requests of at most this many rows are served before larger ones. */
@@ -127,7 +145,7 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
       const batch = slot.batch;
       slot.batch = [];
       slot.busy = false;
-      if ('error' in message) fail(batch, new Error(`inference failed: ${message.error}`));
+      if ('error' in message) fail(batch, refused(batch[0]!, message.error));
       else {
         let parts: Tensors[] | undefined;
         try {
@@ -249,6 +267,10 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
       closed = true;
       if (timer !== undefined) clearTimeout(timer);
       fail([...small.splice(0), ...large.splice(0)], new UnavailableError('inference pool closed'));
+      // Terminating a thread inside onnxruntime's run aborts the whole process (a native
+      // exception escapes): let the runs in progress finish first, for a bounded time.
+      const running = slots.filter((slot) => slot.busy).map((slot) => once(slot.worker, 'message'));
+      await Promise.race([Promise.all(running), sleep(closeWaitMs, undefined, { ref: false })]);
       await Promise.all(slots.map((slot) => slot.worker.terminate()));
     },
   };

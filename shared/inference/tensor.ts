@@ -172,6 +172,14 @@ function checkTensor(spec: TensorSpec, tensor: Pick<Tensor, 'datatype' | 'shape'
       `${where}: input ${spec.name} takes shape ${JSON.stringify(spec.shape)} (-1: any size), got ${JSON.stringify(tensor.shape)}`,
     );
   }
+  // An empty open dimension (an image of width 0) breaks models inside their graph; the batch
+  // dimension is checked with the batch.
+  const empty = tensor.shape.findIndex((d, i) => i > 0 && d === 0 && spec.shape[i] === -1);
+  if (empty > 0) {
+    throw new ValidationError(
+      `${where}: input ${spec.name} has an empty dimension ${empty} in shape ${JSON.stringify(tensor.shape)}`,
+    );
+  }
 }
 
 /**

@@ -141,4 +141,23 @@ describe('inference pool', () => {
     expect(sizes).toEqual([8]);
     await waiting.close();
   });
+
+  it('lets a run in progress finish before closing (terminating inside onnxruntime aborts the process)', async () => {
+    const cloud = new Uint8Array(
+      readFileSync(new URL('../../../models/cloud.onnx', import.meta.url)),
+    );
+    for (let round = 0; round < 5; round += 1) {
+      const busy = await createInferencePool({
+        model: cloud,
+        threads: 1,
+        maxBatch: 256,
+        maxQueueRows: 4096,
+        maxWaitMs: 0,
+      });
+      const running = busy.infer(digits(test.x, 0, 256), 256);
+      await busy.close();
+      // The run that was in progress answered; this process is still here to see it.
+      expect(probabilities(await running).length).toBe(2560);
+    }
+  });
 });
