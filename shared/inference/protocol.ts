@@ -15,6 +15,7 @@ import {
   checkTensor,
   elementBytes,
   elementCount,
+  fromBytes,
   fromHalf,
   isDatatype,
   toHalf,
@@ -267,15 +268,8 @@ function readBinary(
       `${where}: binary_data_size ${bytes.length} does not hold ${count} ${datatype} elements (${count * size} bytes)`,
     );
   }
-  const data = allocate(datatype, 0) as Float32Array;
-  const View = data.constructor as new (b: ArrayBufferLike, o: number, n: number) => Float32Array;
-  const Make = data.constructor as new (n: number) => Float32Array;
-  let out: Float32Array;
-  if (bytes.byteOffset % size === 0) out = new View(bytes.buffer, bytes.byteOffset, count);
-  else {
-    out = new Make(count);
-    new Uint8Array(out.buffer).set(bytes);
-  }
+  // Typed as FP32 for the checks below; each reads the view its datatype makes.
+  const out = fromBytes(datatype, bytes, count) as Float32Array;
   if (datatype === 'BOOL') {
     const bytes = out as unknown as Uint8Array;
     const bad = bytes.findIndex((v) => v > 1);

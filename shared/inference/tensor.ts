@@ -98,6 +98,24 @@ function allocate(datatype: Datatype, length: number): TensorData {
   return new constructors[datatype](length);
 }
 
+/**
+ * `count` elements of a fixed-size datatype read from `bytes` (little-endian, as the binary
+ * extension and every host Node runs on in practice): viewed in place when the bytes are aligned
+ * for the type, else copied once.
+ */
+function fromBytes(datatype: Exclude<Datatype, 'BYTES'>, bytes: Uint8Array, count: number) {
+  const Typed = constructors[datatype] as unknown as {
+    new (buffer: ArrayBufferLike, offset: number, length: number): NumericData | BigData;
+    new (length: number): NumericData | BigData;
+  };
+  if (bytes.byteOffset % elementBytes(datatype) === 0) {
+    return new Typed(bytes.buffer, bytes.byteOffset, count);
+  }
+  const out = new Typed(count);
+  new Uint8Array(out.buffer, out.byteOffset, out.byteLength).set(bytes);
+  return out;
+}
+
 /** Rows `start` to `end` along the first dimension (shares memory for typed arrays). */
 function sliceRows(tensor: Tensor, start: number, end: number): Tensor {
   const rows = tensor.shape[0] ?? 1;
@@ -235,6 +253,7 @@ function numbersOf(tensor: Tensor): ArrayLike<number> {
 
 export {
   datatypes,
+  fromBytes,
   isDatatype,
   elementBytes,
   elementCount,
