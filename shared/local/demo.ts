@@ -1,20 +1,23 @@
 /**
- * `make demo`: the seed's JointInferenceService on the embedded local stack, end to end. The
- * control plane deploys its edge and cloud workers as Knative Services (local processes), the
- * edge worker answers test digits and offloads the hard ones to the cloud worker, the edge's
- * reports come back into the resource's status, a deleted worker comes back (self-healing), the
- * aset-scheduler binds a stream, and deleting the resource removes its workers (cascade).
+ * `make demo`: the seed's JointInferenceService (knative/samples/helmet-detection-demo.yaml,
+ * applied unchanged: IBT, nms_threshold 0.6) on the embedded local stack, end to end. Its Models
+ * point at the detection pair (models/detector-*.onnx); the control plane deploys the edge and
+ * cloud workers as Knative Services (local processes), the edge worker detects digits on
+ * held-out canvases and offloads the hard canvases to the cloud worker, the edge's reports come
+ * back into the resource's status, a deleted worker comes back (self-healing), a spec update
+ * rolls out, the aset-scheduler binds a stream, and deleting the resource removes its workers.
  */
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
 import type { KubeObject } from '../k8s/index.js';
-import { loadMnist, pixels } from '../training/data.js';
+import { detectCanvases } from './demo-detection.js';
+import type { DetectionFigures } from './demo-detection.js';
 import { readiness, ready, startLocalStack, waitFor } from './stack.js';
 import type { LocalStack, LocalStackOptions } from './stack.js';
 
 interface DemoOptions extends Pick<LocalStackOptions, 'root' | 'bundle' | 'redisUrl'> {
-  /** Test digits sent to the edge worker. */
-  digits?: number;
+  /** Held-out canvases sent to the edge worker. */
+  images?: number;
   say: (line: string) => void;
   /** Every process's and the Broker's lines, for `--verbose`. */
   trace?: (line: string) => void;
@@ -22,16 +25,12 @@ interface DemoOptions extends Pick<LocalStackOptions, 'root' | 'bundle' | 'redis
   signal?: AbortSignal;
 }
 
-interface DemoResult {
-  digits: number;
-  accuracy: number;
-  /** Answered by the cloud worker; `hard` were found hard (the rest fell back, if any). */
-  offloaded: number;
-  hard: number;
+interface DemoResult extends DetectionFigures {
+  miner: string;
   /** What upstream-status wrote into the resource from the edge's reports. */
   reported: { inferenceNumber: number; hardExampleNumber: number };
-  /** The same digits after the miner's threshold was raised by a spec update. */
-  updated: { accuracy: number; offloaded: number; hard: number };
+  /** The same canvases after a spec update raised IBT's thresholdImg (more goes to the cloud). */
+  updated: DetectionFigures;
   seconds: number;
 }
 
@@ -81,9 +80,10 @@ async function prepare(stack: LocalStack, root: URL): Promise<void> {
     metadata: { name: 'edgeai-worker', namespace: ns },
     stringData: { REDIS_URL: stack.redisUrl },
   });
+  // The sample's two Models: the edge and cloud detectors npm run models trains.
   for (const [name, file] of [
-    ['small-model', 'edge.onnx'],
-    ['big-model', 'cloud.onnx'],
+    ['small-model', 'detector-edge.onnx'],
+    ['big-model', 'detector-cloud.onnx'],
   ] as const) {
     await kube.create('model', ns, {
       metadata: { name, namespace: ns },
@@ -92,44 +92,180 @@ async function prepare(stack: LocalStack, root: URL): Promise<void> {
   }
 }
 
-/** Sends the first `n` test digits to the edge worker, 50 a request. */
-async function classify(
-  edgeUrl: string,
-  n: number,
-): Promise<{ accuracy: number; offloaded: number; hard: number }> {
-  const test = loadMnist().test;
-  let correct = 0;
-  let offloaded = 0;
-  let hard = 0;
-  for (let from = 0; from < n; from += 50) {
-    const rows = Math.min(50, n - from);
-    const instances = Array.from({ length: rows }, (_, i) =>
-      Array.from(test.x.subarray((from + i) * pixels, (from + i + 1) * pixels)),
-    );
-    const answer = await fetch(`${edgeUrl}/predict`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ instances }),
-    });
-    if (!answer.ok)
-      throw new Error(`edge worker answered ${answer.status}: ${await answer.text()}`);
-    const { predictions } = (await answer.json()) as {
-      predictions: Array<{ label: number; tier: string; hard: boolean }>;
-    };
-    predictions.forEach((p, i) => {
-      if (p.label === test.y[from + i]) correct += 1;
-      if (p.tier === 'cloud') offloaded += 1;
-      if (p.hard) hard += 1;
-    });
-  }
-  return { accuracy: correct / n, offloaded, hard };
+/** What each step needs: the stack, a way to say what happened, and the interruption signal. */
+interface Step {
+  stack: LocalStack;
+  step: (line: string) => void;
+  wait: { signal?: AbortSignal };
+}
+
+const jisRef = { kind: 'jointInferenceService' as const, namespace: ns, name: jis };
+const edgeRef = { kind: 'knativeService' as const, namespace: ns, name: `${jis}-edge` };
+
+/** Applies the seed's sample as written and waits until its workers are Ready. */
+async function deploy({ stack, step, wait }: Step, root: URL): Promise<string> {
+  const file = 'knative/samples/helmet-detection-demo.yaml';
+  const sample = parse(readFileSync(new URL(file, root), 'utf8')) as KubeObject & {
+    spec: { edgeWorker: { hardExampleAlgorithm: { name: string } } };
+  };
+  await stack.kube.create('jointInferenceService', ns, sample);
+  const miner = sample.spec.edgeWorker.hardExampleAlgorithm.name;
+  step(`applied        JointInferenceService ${ns}/${jis} (${file}, unchanged: miner ${miner})`);
+  let last = '';
+  const get = () => stack.kube.get(jisRef);
+  await waitFor(
+    `${jis} to become Ready`,
+    async () => {
+      const current = await get();
+      const line = row(current);
+      if (line !== last) step(`jis            ${line}`);
+      last = line;
+      return ready(current) ? true : undefined;
+    },
+    { timeoutMs: 120_000, why: async () => readiness(await get()), ...wait },
+  );
+  return miner;
+}
+
+/** The held-out canvases through the workers, and one line per tier. */
+async function traffic({ stack, step, wait }: Step, n: number, label: string) {
+  const edgeUrl = await waitFor(
+    'the edge worker route',
+    () => stack.urlOf(ns, `${jis}-edge`),
+    wait,
+  );
+  const cloudUrl = await waitFor(
+    'the cloud worker route',
+    () => stack.urlOf(ns, `${jis}-cloud`),
+    wait,
+  );
+  const figures = await detectCanvases({
+    edgeUrl,
+    cloudUrl,
+    edgeModel: 'small-model',
+    cloudModel: 'big-model',
+    n,
+  });
+  const { tiers, map } = figures;
+  step(
+    `${label.padEnd(15)}${figures.images} held-out canvases to the edge worker: ${tiers.edge.images} answered at the edge (${tiers.edge.detections} detections), ${tiers.cloud.images} by the cloud (${tiers.cloud.detections} detections), offload ${(100 * figures.offloadRatio).toFixed(1)}%`,
+  );
+  step(
+    `${label.padEnd(15)}mAP@0.5: edge-only ${map.edge.toFixed(2)}, cloud-only ${map.cloud.toFixed(2)}, joint ${map.joint.toFixed(2)}`,
+  );
+  return figures;
+}
+
+/** Waits for the edge's counters to reach the status through upstream-status. */
+async function reported({ stack, step, wait }: Step, n: number) {
+  const counters = await waitFor(
+    "the edge worker's counters in the status",
+    async () => {
+      const s = statusOf(await stack.kube.get(jisRef));
+      return (s.inferenceNumber ?? 0) >= n
+        ? { inferenceNumber: s.inferenceNumber ?? 0, hardExampleNumber: s.hardExampleNumber ?? 0 }
+        : undefined;
+    },
+    { timeoutMs: 60_000, ...wait },
+  );
+  step(
+    `status         inferenceNumber ${counters.inferenceNumber}, hardExampleNumber ${counters.hardExampleNumber} (reported by the edge, through upstream-status)`,
+  );
+  return counters;
+}
+
+/** Deletes the edge worker's Knative Service and waits for reconcile-tick to bring it back. */
+async function selfHealing({ stack, step, wait }: Step): Promise<void> {
+  const before = (await stack.kube.get(edgeRef)).metadata.uid;
+  await stack.kube.delete(edgeRef);
+  step(`self-healing   deleted Knative Service ${ns}/${jis}-edge`);
+  await waitFor(
+    'the edge worker to be recreated and ready',
+    async () => {
+      try {
+        const again = await stack.kube.get(edgeRef);
+        return again.metadata.uid !== before && ready(again) ? true : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    { timeoutMs: 120_000, ...wait },
+  );
+  step(`self-healing   reconcile-tick recreated it; ready again`);
+}
+
+/** Raises IBT's thresholdImg in the spec and waits for the edge worker's rollout. */
+async function update({ stack, step, wait }: Step): Promise<void> {
+  const generation = (await stack.kube.get(edgeRef)).metadata.generation ?? 0;
+  await stack.kube.patch(jisRef, {
+    spec: {
+      edgeWorker: { hardExampleAlgorithm: { name: 'IBT', parameters: { thresholdImg: 0.8 } } },
+    },
+  });
+  step(`update         IBT thresholdImg 0.5 -> 0.8 (the resource's generation 2)`);
+  await waitFor(
+    'the edge worker to roll out the new spec',
+    async () => {
+      const current = await stack.kube.get(edgeRef);
+      const observed = (current['status'] as { observedGeneration?: number } | undefined)
+        ?.observedGeneration;
+      const rolled = (current.metadata.generation ?? 0) > generation;
+      return rolled && observed === current.metadata.generation && ready(current)
+        ? true
+        : undefined;
+    },
+    { timeoutMs: 120_000, ...wait },
+  );
+}
+
+/** One stream bound by the aset-scheduler of the control plane. */
+async function bindStream({ stack, step, wait }: Step): Promise<void> {
+  const scheduler = await waitFor(
+    'the aset-scheduler',
+    () => stack.urlOf('edgeai-system', 'aset-scheduler'),
+    wait,
+  );
+  const bound = await fetch(`${scheduler}/v1/streams`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      id: 'demo-camera-1',
+      scheduler: 'ap-0',
+      task: 'object-detection',
+      maxDelayMs: 95,
+      minAccuracy: 10,
+      rate: 5,
+      size: 0.6,
+      durationS: 60,
+    }),
+  });
+  const placement = (await bound.json()) as {
+    worker?: { variant: string; cluster: string };
+    policy?: string;
+  };
+  step(
+    `aset           stream demo-camera-1 -> ${placement.worker?.variant ?? '?'} on ${placement.worker?.cluster ?? '?'} (policy ${placement.policy ?? '?'}, HTTP ${bound.status})`,
+  );
+}
+
+/** Deletes the resource and waits for garbage collection to take its workers. */
+async function cascade({ stack, step, wait }: Step): Promise<void> {
+  await stack.kube.delete(jisRef);
+  await waitFor(
+    'the workers to be deleted with their service',
+    async () => {
+      const left = await stack.kube.list('knativeService', { namespace: ns });
+      return left.items.length === 0 ? true : undefined;
+    },
+    wait,
+  );
+  step(`cascade        deleted ${jis}: its worker Services went with it`);
 }
 
 async function runDemo(options: DemoOptions): Promise<DemoResult> {
   const started = Date.now();
-  const { say } = options;
   const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s`;
-  const step = (line: string) => say(`${elapsed()}  ${line}`);
+  const step = (line: string) => options.say(`${elapsed()}  ${line}`);
   const trace = options.trace;
   const wait = options.signal === undefined ? {} : { signal: options.signal };
   const stack = await startLocalStack({
@@ -152,154 +288,22 @@ async function runDemo(options: DemoOptions): Promise<DemoResult> {
   // (a no-op: closing happens once).
   const interrupt = () => void stack.close();
   options.signal?.addEventListener('abort', interrupt, { once: true });
+  const at: Step = { stack, step, wait };
   try {
-    const { kube } = stack;
     await prepare(stack, options.root);
-    const sample = parse(
-      readFileSync(new URL('knative/samples/helmet-detection-demo.yaml', options.root), 'utf8'),
-    ) as KubeObject & { spec: { edgeWorker: Record<string, unknown> } };
-    // The seed's IBT miner reads object-detection boxes; our models classify digits, so the
-    // edge finds its hard examples by confidence instead (the threshold npm run calibrate picks
-    // for a 20% offload on the validation split).
-    sample.spec.edgeWorker['hardExampleAlgorithm'] = {
-      name: 'Threshold',
-      parameters: { threshold: 0.936 },
-    };
-    await kube.create('jointInferenceService', ns, sample);
-    step(
-      `applied        JointInferenceService ${ns}/${jis} (knative/samples/helmet-detection-demo.yaml, miner Threshold 0.936 instead of IBT)`,
-    );
-
-    const get = () => kube.get({ kind: 'jointInferenceService', namespace: ns, name: jis });
-    let last = '';
-    await waitFor(
-      `${jis} to become Ready`,
-      async () => {
-        const current = await get();
-        const line = row(current);
-        if (line !== last) step(`jis            ${line}`);
-        last = line;
-        return ready(current) ? true : undefined;
-      },
-      { timeoutMs: 120_000, why: async () => readiness(await get()), ...wait },
-    );
-
-    const edgeUrl = await waitFor(
-      'the edge worker route',
-      () => stack.urlOf(ns, `${jis}-edge`),
-      wait,
-    );
-    const n = Math.min(options.digits ?? 300, loadMnist().test.n);
-    const { accuracy, offloaded, hard } = await classify(edgeUrl, n);
-    step(
-      `inference      ${n} test digits to the edge worker: ${(100 * accuracy).toFixed(2)}% correct, ${offloaded} hard ones answered by the cloud worker`,
-    );
-
-    const reported = await waitFor(
-      "the edge worker's counters in the status",
-      async () => {
-        const s = statusOf(await get());
-        return (s.inferenceNumber ?? 0) >= n
-          ? { inferenceNumber: s.inferenceNumber ?? 0, hardExampleNumber: s.hardExampleNumber ?? 0 }
-          : undefined;
-      },
-      { timeoutMs: 60_000, ...wait },
-    );
-    step(
-      `status         inferenceNumber ${reported.inferenceNumber}, hardExampleNumber ${reported.hardExampleNumber} (reported by the edge, through upstream-status)`,
-    );
-
-    const worker = { kind: 'knativeService' as const, namespace: ns, name: `${jis}-edge` };
-    const before = (await kube.get(worker)).metadata.uid;
-    await kube.delete(worker);
-    step(`self-healing   deleted Knative Service ${ns}/${jis}-edge`);
-    await waitFor(
-      'the edge worker to be recreated and ready',
-      async () => {
-        try {
-          const again = await kube.get(worker);
-          return again.metadata.uid !== before && ready(again) ? true : undefined;
-        } catch {
-          return undefined;
-        }
-      },
-      { timeoutMs: 120_000, ...wait },
-    );
-    step(`self-healing   reconcile-tick recreated it; ready again`);
-
-    const generation = (await kube.get(worker)).metadata.generation ?? 0;
-    await kube.patch(
-      { kind: 'jointInferenceService', namespace: ns, name: jis },
-      {
-        spec: {
-          edgeWorker: {
-            hardExampleAlgorithm: { name: 'Threshold', parameters: { threshold: 0.99 } },
-          },
-        },
-      },
-    );
-    step(`update         miner threshold 0.936 -> 0.99 (the resource's generation 2)`);
-    await waitFor(
-      'the edge worker to roll out the new spec',
-      async () => {
-        const current = await kube.get(worker);
-        const observed = (current['status'] as { observedGeneration?: number } | undefined)
-          ?.observedGeneration;
-        const rolled = (current.metadata.generation ?? 0) > generation;
-        return rolled && observed === current.metadata.generation && ready(current)
-          ? true
-          : undefined;
-      },
-      { timeoutMs: 120_000, ...wait },
-    );
-    const updated = await classify(edgeUrl, n);
-    step(
-      `update         rolled out: ${(100 * updated.accuracy).toFixed(2)}% correct, ${updated.offloaded} of ${n} answered by the cloud worker`,
-    );
-
-    const scheduler = await waitFor(
-      'the aset-scheduler',
-      () => stack.urlOf('edgeai-system', 'aset-scheduler'),
-      wait,
-    );
-    const bound = await fetch(`${scheduler}/v1/streams`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({
-        id: 'demo-camera-1',
-        scheduler: 'ap-0',
-        task: 'object-detection',
-        maxDelayMs: 95,
-        minAccuracy: 10,
-        rate: 5,
-        size: 0.6,
-        durationS: 60,
-      }),
-    });
-    const placement = (await bound.json()) as {
-      worker?: { variant: string; cluster: string };
-      policy?: string;
-    };
-    step(
-      `aset           stream demo-camera-1 -> ${placement.worker?.variant ?? '?'} on ${placement.worker?.cluster ?? '?'} (policy ${placement.policy ?? '?'}, HTTP ${bound.status})`,
-    );
-
-    await kube.delete({ kind: 'jointInferenceService', namespace: ns, name: jis });
-    await waitFor(
-      'the workers to be deleted with their service',
-      async () => {
-        const left = await kube.list('knativeService', { namespace: ns });
-        return left.items.length === 0 ? true : undefined;
-      },
-      wait,
-    );
-    step(`cascade        deleted ${jis}: its worker Services went with it`);
+    const miner = await deploy(at, options.root);
+    const n = options.images ?? 300;
+    const figures = await traffic(at, n, 'inference');
+    const counters = await reported(at, figures.images);
+    await selfHealing(at);
+    await update(at);
+    const updated = await traffic(at, n, 'updated');
+    await bindStream(at);
+    await cascade(at);
     return {
-      digits: n,
-      accuracy,
-      offloaded,
-      hard,
-      reported,
+      miner,
+      ...figures,
+      reported: counters,
       updated,
       seconds: (Date.now() - started) / 1000,
     };

@@ -23,6 +23,7 @@ type LayerSpec =
   | { type: 'avgpool2' }
   | { type: 'maxpool2' }
   | { type: 'conv3x3'; outChannels: number }
+  | { type: 'conv1x1'; outChannels: number }
   | { type: 'dense'; units: number }
   | { type: 'relu' }
   | { type: 'flatten' };
@@ -70,14 +71,16 @@ function pool(inShape: Shape, kind: 'max' | 'avg'): Layer {
         for (let y = 0; y < oh; y += 1) {
           for (let x = 0; x < ow; x += 1) {
             const base = ch * h * w + 2 * y * w + 2 * x;
-            const cells = [base, base + 1, base + w, base + w + 1];
             const o = ch * oh * ow + y * ow + x;
             if (kind === 'avg') {
               out[o] =
-                (input[cells[0]!]! + input[cells[1]!]! + input[cells[2]!]! + input[cells[3]!]!) / 4;
+                (input[base]! + input[base + 1]! + input[base + w]! + input[base + w + 1]!) / 4;
             } else {
-              let best = cells[0]!;
-              for (const cell of cells) if (input[cell]! > input[best]!) best = cell;
+              // Ties keep the first cell, as the gradient must go to exactly one of them.
+              let best = base;
+              if (input[base + 1]! > input[best]!) best = base + 1;
+              if (input[base + w]! > input[best]!) best = base + w;
+              if (input[base + w + 1]! > input[best]!) best = base + w + 1;
               argmax[o] = best;
               out[o] = input[best]!;
             }
@@ -109,43 +112,298 @@ function pool(inShape: Shape, kind: 'max' | 'avg'): Layer {
   };
 }
 
-/** 3x3 convolution, stride 1, zero padding 1 ("same"); weights in ONNX order [out][in][ky][kx]. */
+/**
+ * 3x3 convolution, stride 1, zero padding 1 ("same"); weights in ONNX order [out][in][ky][kx].
+ * Inputs and output gradients are copied into zero-bordered buffers so the inner loops have no
+ * bounds tests: a detector's 8x8 maps spend most of their time there otherwise. Every sum adds its
+ * terms in the same order as the bounds-tested loops did (a padded term adds an exact zero), so
+ * the classifiers' committed bytes are unchanged.
+ */
 function conv3x3(inShape: Shape, outChannels: number, index: number): Layer {
   const [ci, h, w] = inShape as [number, number, number];
   const co = outChannels;
+  const hw = h * w;
+  const pw = w + 2;
+  const pp = (h + 2) * pw;
   const weight = parameter(`conv${index}.weight`, co * ci * 9);
   const bias = parameter(`conv${index}.bias`, co);
-  const out = new Float64Array(co * h * w);
-  const gradIn = new Float64Array(ci * h * w);
-  let input: Float64Array = new Float64Array(0);
+  const out = new Float64Array(co * hw);
+  const gradIn = new Float64Array(ci * hw);
+  const padded = new Float64Array(ci * pp);
+  const paddedGrad = new Float64Array(co * pp);
   return {
     spec: { type: 'conv3x3', outChannels },
     inShape,
     outShape: [co, h, w],
     params: [weight, bias],
-    macs: co * ci * 9 * h * w,
+    macs: co * ci * 9 * hw,
+    forward(x) {
+      pad(x, padded, ci, h, w);
+      for (let o = 0; o < co; o += 1) {
+        out.fill(bias.value[o]!, o * hw, (o + 1) * hw);
+        for (let i = 0; i < ci; i += 1) {
+          convolvePlane(padded, i * pp, weight.value, (o * ci + i) * 9, out, o * hw, h, w);
+        }
+      }
+      return out;
+    },
+    backward(gradOut, inputGradient = true) {
+      for (let o = 0; o < co; o += 1) {
+        let gb = 0;
+        for (let p = o * hw; p < (o + 1) * hw; p += 1) gb += gradOut[p]!;
+        bias.grad[o]! += gb;
+        for (let i = 0; i < ci; i += 1) {
+          kernelGradient(gradOut, o * hw, padded, i * pp, weight.grad, (o * ci + i) * 9, h, w);
+        }
+      }
+      if (!inputGradient) return gradIn;
+      gradIn.fill(0);
+      pad(gradOut, paddedGrad, co, h, w);
+      for (let o = 0; o < co; o += 1) {
+        for (let i = 0; i < ci; i += 1) {
+          backConvolvePlane(
+            paddedGrad,
+            o * pp,
+            weight.value,
+            (o * ci + i) * 9,
+            gradIn,
+            i * hw,
+            h,
+            w,
+          );
+        }
+      }
+      return gradIn;
+    },
+  };
+}
+
+/** Copies `channels` planes of h x w into the interior of (h+2) x (w+2) planes with zero borders. */
+function pad(x: Float64Array, padded: Float64Array, channels: number, h: number, w: number): void {
+  const pw = w + 2;
+  const pp = (h + 2) * pw;
+  for (let c = 0; c < channels; c += 1) {
+    for (let y = 0; y < h; y += 1) {
+      const from = c * h * w + y * w;
+      padded.set(x.subarray(from, from + w), c * pp + (y + 1) * pw + 1);
+    }
+  }
+}
+
+/** out[y][x] += sum over ky, kx (in that order) of k[ky][kx] * in[y + ky - 1][x + kx - 1]. */
+function convolvePlane(
+  p: Float64Array,
+  src: number,
+  k: Float64Array,
+  kb: number,
+  out: Float64Array,
+  dst: number,
+  h: number,
+  w: number,
+): void {
+  const pw = w + 2;
+  const k0 = k[kb]!;
+  const k1 = k[kb + 1]!;
+  const k2 = k[kb + 2]!;
+  const k3 = k[kb + 3]!;
+  const k4 = k[kb + 4]!;
+  const k5 = k[kb + 5]!;
+  const k6 = k[kb + 6]!;
+  const k7 = k[kb + 7]!;
+  const k8 = k[kb + 8]!;
+  for (let y = 0; y < h; y += 1) {
+    const r0 = src + y * pw;
+    const r1 = r0 + pw;
+    const r2 = r1 + pw;
+    const row = dst + y * w;
+    // A 3x3 window sliding right: each step loads one new column of three values.
+    let a0 = p[r0]!;
+    let a1 = p[r0 + 1]!;
+    let b0 = p[r1]!;
+    let b1 = p[r1 + 1]!;
+    let c0 = p[r2]!;
+    let c1 = p[r2 + 1]!;
+    for (let x = 0; x < w; x += 1) {
+      const a2 = p[r0 + x + 2]!;
+      const b2 = p[r1 + x + 2]!;
+      const c2 = p[r2 + x + 2]!;
+      let s = out[row + x]!;
+      s += k0 * a0;
+      s += k1 * a1;
+      s += k2 * a2;
+      s += k3 * b0;
+      s += k4 * b1;
+      s += k5 * b2;
+      s += k6 * c0;
+      s += k7 * c1;
+      s += k8 * c2;
+      out[row + x] = s;
+      a0 = a1;
+      a1 = a2;
+      b0 = b1;
+      b1 = b2;
+      c0 = c1;
+      c1 = c2;
+    }
+  }
+}
+
+/** grad k[ky][kx] += sum over y, x (row-major) of gradOut[y][x] * in[y + ky - 1][x + kx - 1]. */
+function kernelGradient(
+  g: Float64Array,
+  gb: number,
+  p: Float64Array,
+  src: number,
+  kg: Float64Array,
+  kb: number,
+  h: number,
+  w: number,
+): void {
+  const pw = w + 2;
+  let g0 = 0;
+  let g1 = 0;
+  let g2 = 0;
+  let g3 = 0;
+  let g4 = 0;
+  let g5 = 0;
+  let g6 = 0;
+  let g7 = 0;
+  let g8 = 0;
+  for (let y = 0; y < h; y += 1) {
+    const r0 = src + y * pw;
+    const r1 = r0 + pw;
+    const r2 = r1 + pw;
+    const row = gb + y * w;
+    let a0 = p[r0]!;
+    let a1 = p[r0 + 1]!;
+    let b0 = p[r1]!;
+    let b1 = p[r1 + 1]!;
+    let c0 = p[r2]!;
+    let c1 = p[r2 + 1]!;
+    for (let x = 0; x < w; x += 1) {
+      const a2 = p[r0 + x + 2]!;
+      const b2 = p[r1 + x + 2]!;
+      const c2 = p[r2 + x + 2]!;
+      const v = g[row + x]!;
+      g0 += v * a0;
+      g1 += v * a1;
+      g2 += v * a2;
+      g3 += v * b0;
+      g4 += v * b1;
+      g5 += v * b2;
+      g6 += v * c0;
+      g7 += v * c1;
+      g8 += v * c2;
+      a0 = a1;
+      a1 = a2;
+      b0 = b1;
+      b1 = b2;
+      c0 = c1;
+      c1 = c2;
+    }
+  }
+  kg[kb]! += g0;
+  kg[kb + 1]! += g1;
+  kg[kb + 2]! += g2;
+  kg[kb + 3]! += g3;
+  kg[kb + 4]! += g4;
+  kg[kb + 5]! += g5;
+  kg[kb + 6]! += g6;
+  kg[kb + 7]! += g7;
+  kg[kb + 8]! += g8;
+}
+
+/**
+ * gradIn[y][x] += sum over ky, kx (in that order) of k[ky][kx] * gradOut[y - ky + 1][x - kx + 1]:
+ * the transposed convolution, gathered per input pixel so each sum keeps the order above.
+ */
+function backConvolvePlane(
+  gp: Float64Array,
+  src: number,
+  k: Float64Array,
+  kb: number,
+  gradIn: Float64Array,
+  dst: number,
+  h: number,
+  w: number,
+): void {
+  const pw = w + 2;
+  const k0 = k[kb]!;
+  const k1 = k[kb + 1]!;
+  const k2 = k[kb + 2]!;
+  const k3 = k[kb + 3]!;
+  const k4 = k[kb + 4]!;
+  const k5 = k[kb + 5]!;
+  const k6 = k[kb + 6]!;
+  const k7 = k[kb + 7]!;
+  const k8 = k[kb + 8]!;
+  for (let y = 0; y < h; y += 1) {
+    // Padded row y + 2 holds gradOut row y + 1 (ky = 0); row y holds gradOut row y - 1 (ky = 2).
+    const r0 = src + (y + 2) * pw;
+    const r1 = r0 - pw;
+    const r2 = r1 - pw;
+    const row = dst + y * w;
+    let a0 = gp[r0]!;
+    let a1 = gp[r0 + 1]!;
+    let b0 = gp[r1]!;
+    let b1 = gp[r1 + 1]!;
+    let c0 = gp[r2]!;
+    let c1 = gp[r2 + 1]!;
+    for (let x = 0; x < w; x += 1) {
+      const a2 = gp[r0 + x + 2]!;
+      const b2 = gp[r1 + x + 2]!;
+      const c2 = gp[r2 + x + 2]!;
+      let s = gradIn[row + x]!;
+      s += k0 * a2;
+      s += k1 * a1;
+      s += k2 * a0;
+      s += k3 * b2;
+      s += k4 * b1;
+      s += k5 * b0;
+      s += k6 * c2;
+      s += k7 * c1;
+      s += k8 * c0;
+      gradIn[row + x] = s;
+      a0 = a1;
+      a1 = a2;
+      b0 = b1;
+      b1 = b2;
+      c0 = c1;
+      c1 = c2;
+    }
+  }
+}
+
+/**
+ * 1x1 convolution (a dense layer applied at every pixel): how a detector turns its last feature
+ * map into per-cell predictions without flattening away the grid. Weights [out][in] (ONNX Conv's
+ * [out][in][1][1]).
+ */
+function conv1x1(inShape: Shape, outChannels: number, index: number): Layer {
+  const [ci, h, w] = inShape as [number, number, number];
+  const co = outChannels;
+  const hw = h * w;
+  const weight = parameter(`conv${index}.weight`, co * ci);
+  const bias = parameter(`conv${index}.bias`, co);
+  const out = new Float64Array(co * hw);
+  const gradIn = new Float64Array(ci * hw);
+  let input: Float64Array = new Float64Array(0);
+  return {
+    spec: { type: 'conv1x1', outChannels },
+    inShape,
+    outShape: [co, h, w],
+    params: [weight, bias],
+    macs: co * ci * hw,
     forward(x) {
       input = x;
       const wv = weight.value;
       for (let o = 0; o < co; o += 1) {
-        const plane = o * h * w;
-        out.fill(bias.value[o]!, plane, plane + h * w);
+        const plane = o * hw;
+        out.fill(bias.value[o]!, plane, plane + hw);
         for (let i = 0; i < ci; i += 1) {
-          const src = i * h * w;
-          for (let ky = 0; ky < 3; ky += 1) {
-            for (let kx = 0; kx < 3; kx += 1) {
-              const k = wv[((o * ci + i) * 3 + ky) * 3 + kx]!;
-              const y0 = Math.max(0, 1 - ky);
-              const y1 = Math.min(h, h + 1 - ky);
-              const x0 = Math.max(0, 1 - kx);
-              const x1 = Math.min(w, w + 1 - kx);
-              for (let y = y0; y < y1; y += 1) {
-                const row = plane + y * w;
-                const srcRow = src + (y + ky - 1) * w + kx - 1;
-                for (let xx = x0; xx < x1; xx += 1) out[row + xx]! += k * x[srcRow + xx]!;
-              }
-            }
-          }
+          const k = wv[o * ci + i]!;
+          const src = i * hw;
+          for (let p = 0; p < hw; p += 1) out[plane + p]! += k * x[src + p]!;
         }
       }
       return out;
@@ -155,33 +413,20 @@ function conv3x3(inShape: Shape, outChannels: number, index: number): Layer {
       const wv = weight.value;
       const wg = weight.grad;
       for (let o = 0; o < co; o += 1) {
-        const plane = o * h * w;
+        const plane = o * hw;
         let gb = 0;
-        for (let p = plane; p < plane + h * w; p += 1) gb += gradOut[p]!;
+        for (let p = plane; p < plane + hw; p += 1) gb += gradOut[p]!;
         bias.grad[o]! += gb;
         for (let i = 0; i < ci; i += 1) {
-          const src = i * h * w;
-          for (let ky = 0; ky < 3; ky += 1) {
-            for (let kx = 0; kx < 3; kx += 1) {
-              const wi = ((o * ci + i) * 3 + ky) * 3 + kx;
-              const k = wv[wi]!;
-              const y0 = Math.max(0, 1 - ky);
-              const y1 = Math.min(h, h + 1 - ky);
-              const x0 = Math.max(0, 1 - kx);
-              const x1 = Math.min(w, w + 1 - kx);
-              let gk = 0;
-              for (let y = y0; y < y1; y += 1) {
-                const row = plane + y * w;
-                const srcRow = src + (y + ky - 1) * w + kx - 1;
-                for (let xx = x0; xx < x1; xx += 1) {
-                  const g = gradOut[row + xx]!;
-                  gk += g * input[srcRow + xx]!;
-                  gradIn[srcRow + xx]! += g * k;
-                }
-              }
-              wg[wi]! += gk;
-            }
+          const k = wv[o * ci + i]!;
+          const src = i * hw;
+          let gk = 0;
+          for (let p = 0; p < hw; p += 1) {
+            const g = gradOut[plane + p]!;
+            gk += g * input[src + p]!;
+            gradIn[src + p]! += g * k;
           }
+          wg[o * ci + i]! += gk;
         }
       }
       return gradIn;
@@ -299,6 +544,7 @@ class Network {
       if (spec.type === 'avgpool2') layer = pool(shape, 'avg');
       else if (spec.type === 'maxpool2') layer = pool(shape, 'max');
       else if (spec.type === 'conv3x3') layer = conv3x3(shape, spec.outChannels, (convs += 1));
+      else if (spec.type === 'conv1x1') layer = conv1x1(shape, spec.outChannels, (convs += 1));
       else if (spec.type === 'dense') layer = dense(shape, spec.units, (denses += 1));
       else if (spec.type === 'relu') layer = relu(shape);
       else layer = flatten(shape);
@@ -338,7 +584,12 @@ class Network {
     for (const layer of this.layers) {
       const [weight] = layer.params;
       if (weight === undefined) continue;
-      const fanIn = layer.spec.type === 'conv3x3' ? layer.inShape[0]! * 9 : size(layer.inShape);
+      const fanIn =
+        layer.spec.type === 'conv3x3'
+          ? layer.inShape[0]! * 9
+          : layer.spec.type === 'conv1x1'
+            ? layer.inShape[0]!
+            : size(layer.inShape);
       const scale = Math.sqrt(2 / fanIn);
       for (let i = 0; i < weight.value.length; i += 1) weight.value[i] = gauss() * scale;
     }
@@ -460,13 +711,18 @@ class Adam {
 
   constructor(
     private readonly params: readonly Parameter[],
-    private readonly rate: number,
+    private rate: number,
     private readonly beta1 = 0.9,
     private readonly beta2 = 0.999,
     private readonly epsilon = 1e-8,
   ) {
     this.#m = params.map((p) => new Float64Array(p.value.length));
     this.#v = params.map((p) => new Float64Array(p.value.length));
+  }
+
+  /** Changes the learning rate from the next step on: for a schedule that decays it. */
+  setRate(rate: number): void {
+    this.rate = rate;
   }
 
   step(batch: number): void {

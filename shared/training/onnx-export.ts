@@ -6,11 +6,13 @@
  * and swap the softmax for the raw outputs, for networks that are not image classifiers (the
  * ASET Q-network: `state` [N, d] to `q` [N, actions]). Reading a model back rebuilds the
  * trainer's Network from its initializers, which is how a test compares onnxruntime's outputs
- * with the trainer's.
+ * with the trainer's. Detectors have their own export (`exportDetectorOnnx`): image in, the
+ * decoded boxes, scores and class distributions of every grid cell out.
  */
 import onnxProto from 'onnx-proto';
 import { Network } from './network.js';
 import type { LayerSpec, Shape } from './network.js';
+import type { DetectorHead } from './detector.js';
 
 const { onnx } = onnxProto;
 const FLOAT = onnx.TensorProto.DataType.FLOAT;
@@ -72,39 +74,22 @@ interface ExportOptions {
 
 const sameShape = (a: Shape, b: Shape) => a.length === b.length && a.every((v, i) => v === b[i]);
 
+type NodeProto = ReturnType<typeof onnx.NodeProto.create>;
+type TensorProto = ReturnType<typeof onnx.TensorProto.create>;
+type AttributeProto = ReturnType<typeof onnx.AttributeProto.create>;
+
 /**
- * Serializes `network` as an ONNX model whose input is the flat [N, features] batch. A network
- * with an image input shape ([channels, height, width]) gets a Reshape first; a flat one ([d])
- * feeds its first layer directly. Only a non-default input shape or head adds metadata, so the
- * MNIST models' bytes are what they were before these options existed.
+ * The network's layers as ONNX nodes reading `input`: node `t{i}` is layer i's output. Shared by
+ * the classifier and detector exports so a layer means the same ops in both.
  */
-function exportOnnx(
+function layerGraph(
   network: Network,
-  name: string,
-  docString: string,
-  options: ExportOptions = {},
-): Uint8Array {
-  const inputName = options.inputName ?? 'input';
-  const head = options.head ?? 'softmax';
-  const outputName = options.outputName ?? (head === 'softmax' ? 'probabilities' : 'output');
-  const inShape = network.inShape;
-  const width = inShape.reduce((a, b) => a * b, 1);
-  const nodes = [];
-  const initializers: ReturnType<typeof int64Tensor>[] = [];
-  let current = inputName;
-  if (inShape.length > 1) {
-    initializers.push(int64Tensor('image_shape', [-1, ...inShape]));
-    current = 'image';
-    nodes.push(
-      onnx.NodeProto.create({
-        opType: 'Reshape',
-        input: [inputName, 'image_shape'],
-        output: [current],
-        name: 'reshape',
-      }),
-    );
-  }
-  let shape: Shape = inShape;
+  input: string,
+): { nodes: NodeProto[]; initializers: TensorProto[]; output: string } {
+  const nodes: NodeProto[] = [];
+  const initializers: TensorProto[] = [];
+  let current = input;
+  let shape: Shape = network.inShape;
   network.layers.forEach((layer, index) => {
     const out = `t${index}`;
     const spec = layer.spec;
@@ -139,6 +124,13 @@ function exportOnnx(
         [current, weight.name, bias.name],
         [ints('kernel_shape', [3, 3]), ints('pads', [1, 1, 1, 1]), ints('strides', [1, 1])],
       );
+    } else if (spec.type === 'conv1x1') {
+      const [weight, bias] = layer.params as [(typeof layer.params)[0], (typeof layer.params)[0]];
+      initializers.push(
+        floatTensor(weight.name, [spec.outChannels, shape[0]!, 1, 1], weight.value),
+      );
+      initializers.push(floatTensor(bias.name, [spec.outChannels], bias.value));
+      node('Conv', [current, weight.name, bias.name], [ints('kernel_shape', [1, 1])]);
     } else {
       const [weight, bias] = layer.params as [(typeof layer.params)[0], (typeof layer.params)[0]];
       const inputs = shape.reduce((a, b) => a * b, 1);
@@ -149,6 +141,46 @@ function exportOnnx(
     current = out;
     shape = layer.outShape;
   });
+  return { nodes, initializers, output: current };
+}
+
+/**
+ * Serializes `network` as an ONNX model whose input is the flat [N, features] batch. A network
+ * with an image input shape ([channels, height, width]) gets a Reshape first; a flat one ([d])
+ * feeds its first layer directly. Only a non-default input shape or head adds metadata, so the
+ * MNIST models' bytes are what they were before these options existed.
+ */
+function exportOnnx(
+  network: Network,
+  name: string,
+  docString: string,
+  options: ExportOptions = {},
+): Uint8Array {
+  const inputName = options.inputName ?? 'input';
+  const head = options.head ?? 'softmax';
+  const outputName = options.outputName ?? (head === 'softmax' ? 'probabilities' : 'output');
+  const inShape = network.inShape;
+  const width = inShape.reduce((a, b) => a * b, 1);
+  const nodes: NodeProto[] = [];
+  const initializers: TensorProto[] = [];
+  let current = inputName;
+  if (inShape.length > 1) {
+    initializers.push(int64Tensor('image_shape', [-1, ...inShape]));
+    current = 'image';
+    nodes.push(
+      onnx.NodeProto.create({
+        opType: 'Reshape',
+        input: [inputName, 'image_shape'],
+        output: [current],
+        name: 'reshape',
+      }),
+    );
+  }
+  const layers = layerGraph(network, current);
+  nodes.push(...layers.nodes);
+  initializers.push(...layers.initializers);
+  current = layers.output;
+  const shape = network.layers.at(-1)?.outShape ?? inShape;
   nodes.push(
     head === 'softmax'
       ? onnx.NodeProto.create({
@@ -253,5 +285,127 @@ function onnxSignature(bytes: Uint8Array): OnnxSignature {
   };
 }
 
-export { exportOnnx, importOnnx, onnxSignature };
+/** A float32 tensor value info with the given dims ('N' for the batch). */
+function tensorInfo(name: string, dims: ReadonlyArray<number | 'N'>) {
+  return onnx.ValueInfoProto.create({
+    name,
+    type: {
+      tensorType: {
+        elemType: FLOAT,
+        shape: {
+          dim: dims.map((d) => (d === 'N' ? { dimParam: 'N' } : { dimValue: d })),
+        },
+      },
+    },
+  });
+}
+
+/**
+ * The decoding of a detector's last layer ([N, 5 + classes, grid, grid]) into the three outputs,
+ * with the same arithmetic as detector.ts's decodeGrid: per cell, centre = (cell - 0.5 +
+ * 2 sigmoid(t)) x stride, half size = exp(t) x anchor / 2, class scores = softmax, score = sigmoid(objectness) x
+ * the top class score.
+ */
+function decodeGraph(raw: string, head: DetectorHead) {
+  const cells = head.grid * head.grid;
+  const channels = 5 + head.classes;
+  const nodes: NodeProto[] = [];
+  const node = (
+    opType: string,
+    input: string[],
+    output: string,
+    attribute: AttributeProto[] = [],
+  ) =>
+    nodes.push(onnx.NodeProto.create({ opType, input, output: [output], name: output, attribute }));
+  const positions = new Float64Array(cells * 2);
+  for (let k = 0; k < cells; k += 1) {
+    positions[2 * k] = (k % head.grid) - 0.5;
+    positions[2 * k + 1] = Math.floor(k / head.grid) - 0.5;
+  }
+  const initializers = [
+    int64Tensor('decode_shape', [-1, channels, cells]),
+    int64Tensor('scores_shape', [-1, cells]),
+    int64Tensor('slice_axis', [2]),
+    ...[0, 1, 3, 5, channels].map((v) => int64Tensor(`channel_${v}`, [v])),
+    floatTensor('cell_positions', [cells, 2], positions),
+    floatTensor('two', [], Float64Array.of(2)),
+    floatTensor('stride', [], Float64Array.of(head.stride)),
+    floatTensor('half_anchor', [], Float64Array.of(head.anchor / 2)),
+  ];
+  const slice = (from: number, to: number, output: string) =>
+    node('Slice', ['cells', `channel_${from}`, `channel_${to}`, 'slice_axis'], output);
+  node('Reshape', [raw, 'decode_shape'], 'channels_by_cell');
+  node('Transpose', ['channels_by_cell'], 'cells', [ints('perm', [0, 2, 1])]);
+  slice(0, 1, 'objectness_logit');
+  slice(1, 3, 'offset_logit');
+  slice(3, 5, 'size_logit');
+  slice(5, channels, 'class_logits');
+  node('Sigmoid', ['objectness_logit'], 'objectness');
+  node('Sigmoid', ['offset_logit'], 'offset_sigmoid');
+  node('Mul', ['offset_sigmoid', 'two'], 'offset_doubled');
+  node('Add', ['offset_doubled', 'cell_positions'], 'centre_in_cells');
+  node('Mul', ['centre_in_cells', 'stride'], 'centre');
+  node('Exp', ['size_logit'], 'size_ratio');
+  node('Mul', ['size_ratio', 'half_anchor'], 'half_size');
+  node('Sub', ['centre', 'half_size'], 'top_left');
+  node('Add', ['centre', 'half_size'], 'bottom_right');
+  node('Concat', ['top_left', 'bottom_right'], 'boxes', [int('axis', 2)]);
+  node('Softmax', ['class_logits'], 'class_scores', [int('axis', 2)]);
+  node('ReduceMax', ['class_scores'], 'top_class_score', [ints('axes', [2]), int('keepdims', 1)]);
+  node('Mul', ['objectness', 'top_class_score'], 'cell_scores');
+  node('Reshape', ['cell_scores', 'scores_shape'], 'scores');
+  return { nodes, initializers };
+}
+
+/**
+ * Serializes a grid detector: input `image` [N, 1, 64, 64] (pixels in [0, 1]); outputs `boxes`
+ * [N, cells, 4] (x1, y1, x2, y2 in input pixels), `scores` [N, cells] and `class_scores`
+ * [N, cells, classes], one row per grid cell in row-major order. No NMS in the graph: the caller
+ * chooses its score floor and IoU, and the miners see every box the model considered. The layers
+ * and head go into the metadata so importDetectorOnnx can rebuild the trainer's network.
+ */
+function exportDetectorOnnx(
+  network: Network,
+  head: DetectorHead,
+  name: string,
+  docString: string,
+): Uint8Array {
+  const cells = head.grid * head.grid;
+  const layers = layerGraph(network, 'image');
+  const decode = decodeGraph(layers.output, head);
+  const model = onnx.ModelProto.create({
+    irVersion: 8,
+    opsetImport: [{ domain: '', version: opset }],
+    producerName: 'edgeai',
+    producerVersion: '0.1.0',
+    docString,
+    metadataProps: [
+      { key: 'layers', value: JSON.stringify(network.specs) },
+      { key: 'input_shape', value: JSON.stringify(network.inShape) },
+      { key: 'detector_head', value: JSON.stringify(head) },
+    ],
+    graph: onnx.GraphProto.create({
+      name,
+      node: [...layers.nodes, ...decode.nodes],
+      initializer: [...layers.initializers, ...decode.initializers],
+      input: [tensorInfo('image', ['N', ...network.inShape])],
+      output: [
+        tensorInfo('boxes', ['N', cells, 4]),
+        tensorInfo('scores', ['N', cells]),
+        tensorInfo('class_scores', ['N', cells, head.classes]),
+      ],
+    }),
+  });
+  return onnx.ModelProto.encode(model).finish();
+}
+
+/** Rebuilds a detector written by exportDetectorOnnx: its network and its decoding constants. */
+function importDetectorOnnx(bytes: Uint8Array): { network: Network; head: DetectorHead } {
+  const model = onnx.ModelProto.decode(bytes);
+  const head = model.metadataProps.find((p) => p.key === 'detector_head')?.value;
+  if (head === undefined || head === null) throw new Error('not a detector written by edgeai');
+  return { network: importOnnx(bytes), head: JSON.parse(head) as DetectorHead };
+}
+
+export { exportOnnx, importOnnx, onnxSignature, exportDetectorOnnx, importDetectorOnnx };
 export type { ExportOptions, OnnxSignature };

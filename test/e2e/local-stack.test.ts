@@ -27,7 +27,7 @@ describe('the local stack', () => {
     const result = await runDemo({
       root,
       bundle: join(outDir, 'serve.mjs'),
-      digits: 200,
+      images: 200,
       say: (line) => lines.push(line),
       // Before the test's own timeout: a slow run stops its processes instead of leaking them.
       signal: AbortSignal.timeout(150_000),
@@ -38,14 +38,20 @@ describe('the local stack', () => {
     expect(text).toContain('reconcile-tick recreated it; ready again');
     expect(text).toContain('its worker Services went with it');
     expect(text).toMatch(/stream demo-camera-1 -> \S+ on \S+ \(policy [a-z-]+, HTTP 201\)/);
-    // The cloud answered hard examples (all of them unless one fell back under load), and the
+    // The seed's sample ran as written: IBT on the detection pair.
+    expect(result.miner).toBe('IBT');
+    expect(text).toContain('helmet-detection-demo.yaml, unchanged: miner IBT');
+    // The cloud answered hard canvases (all of them unless one fell back under load), and the
     // edge's counters reached the status.
     expect(result.offloaded).toBeGreaterThan(0);
     expect(result.offloaded).toBeLessThanOrEqual(result.hard);
+    expect(result.tiers.edge.images + result.tiers.cloud.images).toBe(200);
     expect(result.reported).toEqual({ inferenceNumber: 200, hardExampleNumber: result.hard });
-    expect(result.accuracy).toBeGreaterThan(0.95);
-    // The spec update raised the miner's threshold: the rolled-out edge finds more hard examples.
-    expect(text).toMatch(/update +rolled out/);
+    // The cloud detector is the better one, and joint inference gains on the edge alone.
+    expect(result.map.cloud).toBeGreaterThan(result.map.edge);
+    expect(result.map.joint).toBeGreaterThan(result.map.edge);
+    // The spec update raised IBT's thresholdImg: the rolled-out edge finds more hard canvases.
+    expect(text).toMatch(/update +IBT thresholdImg/);
     expect(result.updated.hard).toBeGreaterThan(result.hard);
   }, 180_000);
 });

@@ -67,6 +67,19 @@ describe('trainer gradients', () => {
         { type: 'dense', units: 5 },
       ],
     ],
+    [
+      'avg pooling + conv + max pooling + conv 1x1 (the detectors)',
+      [1, 8, 8],
+      [
+        { type: 'avgpool2' },
+        { type: 'conv3x3', outChannels: 3 },
+        { type: 'relu' },
+        { type: 'maxpool2' },
+        { type: 'conv3x3', outChannels: 4 },
+        { type: 'relu' },
+        { type: 'conv1x1', outChannels: 5 },
+      ],
+    ],
   ])('%s: analytic = numeric gradient', (_name, inShape, specs) => {
     for (const seed of [1, 2, 3]) expect(numericCheck(inShape, specs, seed)).toBeLessThan(1e-5);
   });
