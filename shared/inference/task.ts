@@ -97,20 +97,21 @@ function perRow(tensor: Tensor, rows: number, rank: number, name: string): numbe
   return rows === 0 ? 0 : elementCount(tensor.shape) / rows;
 }
 
-function softmaxRow(row: ArrayLike<number>, mode: 'auto' | 'always' | 'never'): Float32Array {
-  const out = Float32Array.from(row);
+/** The row as probabilities, in place (`out` is the caller's own copy). */
+function softmaxRow(out: Float32Array, mode: 'auto' | 'always' | 'never'): Float32Array {
   if (mode === 'never') return out;
   if (mode === 'auto') {
     let sum = 0;
     let inUnit = true;
-    for (const v of out) {
+    for (let k = 0; k < out.length; k += 1) {
+      const v = out[k]!;
       sum += v;
       if (!(v >= 0 && v <= 1)) inUnit = false;
     }
     if (inUnit && Math.abs(sum - 1) < 1e-3) return out;
   }
   let max = -Infinity;
-  for (const v of out) if (v > max) max = v;
+  for (let k = 0; k < out.length; k += 1) if (out[k]! > max) max = out[k]!;
   let total = 0;
   for (let k = 0; k < out.length; k += 1) {
     out[k] = Math.exp(out[k]! - max);
@@ -133,13 +134,11 @@ function classificationAdapter(
 ): TaskAdapter {
   const rowsOf = (tensor: Tensor, rows: number, softmax: typeof mode): TaskResult[] => {
     const width = perRow(tensor, rows, 2, name);
-    const values = numbersOf(tensor);
+    // One float32 copy of the whole output, rows as views into it: this runs for every sample.
+    const values = Float32Array.from(numbersOf(tensor));
     return Array.from({ length: rows }, (_, i) => ({
       kind: 'classification' as const,
-      probabilities: softmaxRow(
-        Array.prototype.slice.call(values, i * width, (i + 1) * width) as number[],
-        softmax,
-      ),
+      probabilities: softmaxRow(values.subarray(i * width, (i + 1) * width), softmax),
     }));
   };
   return {
