@@ -49,10 +49,27 @@ const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest(
 // training loop never lets it do, so progress would arrive all at once at the end.
 const log = (line: string) => writeSync(2, `${line}\n`);
 
-function writeModel(name: string, bytes: Uint8Array, summary: object): void {
+/**
+ * Writes the model and its summary: the facts every model card row has (file, size, digest,
+ * parameters, FLOPs), then the model kind's own figures in `summary`.
+ */
+function writeModel(
+  name: string,
+  bytes: Uint8Array,
+  network: { params: ReadonlyArray<{ value: ArrayLike<number> }>; macs: number },
+  summary: object,
+): void {
+  const facts = {
+    file: `${name}.onnx`,
+    bytes: bytes.length,
+    sha256: sha256(bytes),
+    parameters: network.params.reduce((n, p) => n + p.value.length, 0),
+    flopsPerSample: 2 * network.macs,
+    ...summary,
+  };
   writeFileSync(new URL(`${name}.onnx`, dir), bytes);
-  writeFileSync(new URL(`${name}.json`, dir), `${JSON.stringify(summary, null, 2)}\n`);
-  writeSync(1, `${JSON.stringify({ ...summary, history: undefined })}\n`);
+  writeFileSync(new URL(`${name}.json`, dir), `${JSON.stringify(facts, null, 2)}\n`);
+  writeSync(1, `${JSON.stringify({ ...facts, history: undefined })}\n`);
 }
 
 function trainClassifier(spec: (typeof classifiers)[number]): void {
@@ -71,12 +88,7 @@ function trainClassifier(spec: (typeof classifiers)[number]): void {
     `edgeai-${spec.name}`,
     `edgeai ${spec.name} model, trained by npm run models`,
   );
-  writeModel(spec.name, bytes, {
-    file: `${spec.name}.onnx`,
-    bytes: bytes.length,
-    sha256: sha256(bytes),
-    parameters: network.params.reduce((n, p) => n + p.value.length, 0),
-    flopsPerSample: 2 * network.macs,
+  writeModel(spec.name, bytes, network, {
     accuracy: {
       train: accuracy(network, data.train),
       validation: accuracy(network, data.validation),
@@ -113,12 +125,7 @@ function trainDetectorModel(spec: DetectorSpec): void {
   );
   // The figures are the exported model's: float32 weights, as onnxruntime runs them.
   const exported = importDetectorOnnx(bytes).network;
-  writeModel(spec.name, bytes, {
-    file: `${spec.name}.onnx`,
-    bytes: bytes.length,
-    sha256: sha256(bytes),
-    parameters: network.params.reduce((n, p) => n + p.value.length, 0),
-    flopsPerSample: 2 * network.macs,
+  writeModel(spec.name, bytes, network, {
     map: {
       train: evaluateDetector(exported, data.train),
       validation: evaluateDetector(exported, data.validation),
