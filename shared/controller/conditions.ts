@@ -4,8 +4,19 @@
  */
 import type { Condition } from './types.js';
 
-/** Types the reconciler sets (seed 004's Created/Running/Restarting/Failed, plus Ready/Degraded). */
-const conditionTypes = ['Ready', 'Created', 'Running', 'Restarting', 'Failed', 'Degraded'] as const;
+/**
+ * Types the reconciler sets (seed 004's Created/Running/Restarting/Failed, plus Ready/Degraded,
+ * and DataDrift once the edge reports a drift test).
+ */
+const conditionTypes = [
+  'Ready',
+  'Created',
+  'Running',
+  'Restarting',
+  'Failed',
+  'Degraded',
+  'DataDrift',
+] as const;
 type ConditionType = (typeof conditionTypes)[number];
 
 interface ConditionState {

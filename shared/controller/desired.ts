@@ -173,6 +173,10 @@ function workerService(
         OFFLOAD_MODE: edge.offload?.mode ?? 'sync',
         OFFLOAD_DEADLINE_MS: edge.offload?.deadlineMs ?? 2000,
         CLOUD_FALLBACK: edge.offload?.fallback ?? 'edge-result',
+        // Unset unless the spec sets them, so a spec without them deploys as before: the edge
+        // worker owns the defaults (a shadow rate of 0.05 when an objective is set).
+        ACCURACY_OBJECTIVE: edge.offload?.accuracyObjective,
+        SHADOW_RATE: edge.offload?.shadowRate,
         CLOUD_URL: `http://${workerName(name, 'cloud')}.${namespace}.svc.cluster.local`,
         // The cloud worker serves its model under the Model's name (its MODEL_NAME).
         CLOUD_MODEL_NAME: spec.cloudWorker.model.name,

@@ -421,6 +421,43 @@ function conditionsFor(
   ];
 }
 
+/** A figure for a message: three significant digits, whole numbers from 100 up. */
+function figure(value: number): string {
+  return String(Math.abs(value) >= 100 ? Math.round(value) : Number(value.toPrecision(3)));
+}
+
+/**
+ * DataDrift from the edge's latest drift test, or none while it never reported one. Information
+ * only: a drifting input stream is still served, so Ready does not look at it. Once set, a report
+ * without a drift test (the detector turned off) makes it Unknown rather than leaving it stale.
+ */
+function driftCondition(status: JointInferenceServiceStatus): ConditionState | undefined {
+  const quality = status.quality;
+  if (quality?.driftScore === undefined) {
+    return findCondition(status.conditions, 'DataDrift') === undefined
+      ? undefined
+      : {
+          type: 'DataDrift',
+          status: 'Unknown',
+          reason: 'NoDriftReport',
+          message: 'the edge worker no longer reports a drift test',
+        };
+  }
+  const score = quality.driftScore;
+  const threshold = quality.driftThreshold;
+  let message = `drift score ${figure(score)}`;
+  if (threshold !== undefined) {
+    const side = score > threshold ? 'above' : score < threshold ? 'below' : 'at';
+    message += ` ${side} threshold ${figure(threshold)}`;
+  }
+  if (quality.driftWindow !== undefined) message += ` over the last ${quality.driftWindow} inputs`;
+  if (quality.outlierShare !== undefined)
+    message += ` (outlier share ${figure(quality.outlierShare)})`;
+  return quality.drifting === true
+    ? { type: 'DataDrift', status: 'True', reason: 'InputDrift', message }
+    : { type: 'DataDrift', status: 'False', reason: 'NoDrift', message };
+}
+
 /** Events for the conditions that changed status: warnings for trouble, Normal for recovery. */
 function transitionEvents(
   previous: JointInferenceServiceStatus['conditions'],
@@ -438,6 +475,11 @@ function transitionEvents(
       events.push({ kind: 'event', type: 'Warning', reason: state.reason, message: state.message });
     else if (state.type === 'Ready' && state.status === 'True')
       events.push({ kind: 'event', type: 'Normal', reason: 'Ready', message: state.message });
+    else if (state.type === 'DataDrift' && state.status === 'True')
+      events.push({ kind: 'event', type: 'Warning', reason: 'DataDrift', message: state.message });
+    // Only a drift that ends is news: a first report of no drift says nothing happened.
+    else if (state.type === 'DataDrift' && state.status === 'False' && before?.status === 'True')
+      events.push({ kind: 'event', type: 'Normal', reason: 'NoDrift', message: state.message });
   }
   return events;
 }
@@ -515,7 +557,11 @@ function reconcile(
     // A worker created, or whose spec this pass changes, has not been rolled out yet.
     views[role] = rollingOut ? viewWorker(status, stored, true) : view;
   }
-  const conditionStates = conditionsFor(desired, views, service.metadata.name);
+  const drift = driftCondition(previous);
+  const conditionStates = [
+    ...conditionsFor(desired, views, service.metadata.name),
+    ...(drift === undefined ? [] : [drift]),
+  ];
   const wanted: JointInferenceServiceStatus = {
     observedGeneration: generation,
     startTime: previous.startTime ?? nowIso,

@@ -84,6 +84,17 @@ function customResourceDefinitions(): Record<string, unknown> {
         { name: 'Edge', type: 'string', jsonPath: '.status.edgeWorkerState' },
         { name: 'Cloud', type: 'string', jsonPath: '.status.cloudWorkerState' },
         { name: 'Uploaded', type: 'integer', jsonPath: '.status.uploadCount' },
+        {
+          name: 'Drift',
+          type: 'string',
+          jsonPath: '.status.conditions[?(@.type=="DataDrift")].status',
+        },
+        {
+          name: 'EstLoss',
+          type: 'number',
+          jsonPath: '.status.quality.estimatedJointLoss',
+          description: 'Estimated accuracy loss of the joint answers against the cloud, in points.',
+        },
         { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
       ],
     }),

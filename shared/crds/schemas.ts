@@ -6,6 +6,8 @@
 import { z } from 'zod';
 // The one list of miners: what the CRD accepts is what the edge worker can run.
 import { hemNames } from '../inference/hem.js';
+// The edge's quality report, field by field: what the status shows is what the edge may send.
+import { workerQuality } from '../status/worker-message.js';
 
 const dnsLabel = z
   .string()
@@ -144,6 +146,19 @@ const jointInferenceServiceSpec = z.object({
           .enum(fallbackPolicies)
           .optional()
           .describe('When the cloud fails: the edge result, marked, or an error.'),
+        accuracyObjective: z
+          .number()
+          .min(0)
+          .max(100)
+          .optional()
+          .describe(
+            'Largest accuracy loss against the cloud accepted, in points; the edge calibrates its offload cut online to keep it.',
+          ),
+        shadowRate: fraction
+          .optional()
+          .describe(
+            "Share of edge-answered inputs also sent to the cloud to measure the edge's accuracy (default 0.05 when an objective is set).",
+          ),
       })
       .optional(),
     workerSpec: workerSpec.optional(),
@@ -197,6 +212,18 @@ const workerStatus = z.object({
   failedGeneration: count.optional(),
 });
 
+/**
+ * The latest quality report of the edge (written by upstream-status); the reconciler sets the
+ * DataDrift condition from it. Not strict and without the report's refinements: a status is what
+ * was reported, checked when it was.
+ */
+const quality = z
+  .object({
+    ...workerQuality.shape,
+    reportTime: z.string().optional().describe('When upstream-status received the report.'),
+  })
+  .describe("The edge's latest estimates of its accuracy against the cloud and of input drift.");
+
 const jointInferenceServiceStatus = z.object({
   conditions: z.array(condition).optional(),
   observedGeneration: count.optional(),
@@ -211,6 +238,11 @@ const jointInferenceServiceStatus = z.object({
   inferenceNumber: count.optional(),
   hardExampleNumber: count.optional(),
   offloadRatio: fraction.optional(),
+  shadowCount: count
+    .optional()
+    .describe('Edge-answered inputs also sent to the cloud to measure the edge.'),
+  shadowRatio: fraction.optional().describe('shadowCount / inferenceNumber.'),
+  quality: quality.optional(),
   workers: z.object({ edge: workerStatus.optional(), cloud: workerStatus.optional() }).optional(),
 });
 

@@ -8,6 +8,7 @@ export type {
   ReadinessCheck,
   RequestContext,
   HttpMethod,
+  HttpRoute,
   RawBody,
 } from './define.js';
 export type { ServerOptions } from './server.js';

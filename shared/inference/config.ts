@@ -63,6 +63,23 @@ const edgeSchema = z.object({
   TASK_POLL_MS: int(100, 5000),
   EVENT_ANSWER_LEASE_SECONDS: int(1, 5),
   EVENT_ANSWER_KEEP_SECONDS: int(1, 120),
+  ACCURACY_OBJECTIVE: z.coerce
+    .number()
+    .min(0, 'must be 0 to 100 (points)')
+    .max(100, 'must be 0 to 100 (points)')
+    .optional(),
+  SHADOW_RATE: z.coerce.number().min(0).max(1).default(0.05),
+  SHADOW_MAX_IN_FLIGHT: int(1, 4),
+  OBJECTIVE_Z: z.coerce.number().min(0).max(10).default(1),
+  OBJECTIVE_MIN_LABELLED: int(1, 200),
+  QUALITY_BUCKET: int(10, 250),
+  QUALITY_BUCKETS: int(2, 40),
+  QUALITY_REFRESH_MS: int(50, 500),
+  DRIFT_REFERENCE_URL: z.string().min(1).optional(),
+  DRIFT_BUCKETS: int(1, 4),
+  DRIFT_SAMPLE_RATE: z.coerce.number().min(0).max(1).default(0.25),
+  DRIFT_RAISE: z.coerce.number().min(0).default(5),
+  DRIFT_CLEAR: z.coerce.number().min(0).default(2),
 });
 
 interface ServingConfig {
@@ -152,6 +169,22 @@ function loadEdgeConfig(env: Env = process.env) {
       refreshMs: raw.BUDGET_REFRESH_MS,
     },
     taskPollMs: raw.TASK_POLL_MS,
+    quality: {
+      /** Points, as the CRD states it; undefined: the miner's own parameters decide. */
+      objective: raw.ACCURACY_OBJECTIVE,
+      shadowRate: raw.SHADOW_RATE,
+      shadowMaxInFlight: raw.SHADOW_MAX_IN_FLIGHT,
+      z: raw.OBJECTIVE_Z,
+      minLabelled: raw.OBJECTIVE_MIN_LABELLED,
+      bucketSize: raw.QUALITY_BUCKET,
+      buckets: raw.QUALITY_BUCKETS,
+      refreshMs: raw.QUALITY_REFRESH_MS,
+      driftReference: raw.DRIFT_REFERENCE_URL,
+      driftBuckets: Math.min(raw.DRIFT_BUCKETS, raw.QUALITY_BUCKETS),
+      driftSampleRate: raw.DRIFT_SAMPLE_RATE,
+      raiseAt: raw.DRIFT_RAISE,
+      clearAt: Math.min(raw.DRIFT_CLEAR, raw.DRIFT_RAISE),
+    },
     eventAnswers: {
       leaseSeconds: raw.EVENT_ANSWER_LEASE_SECONDS,
       keepSeconds: raw.EVENT_ANSWER_KEEP_SECONDS,

@@ -9,7 +9,14 @@ import { z } from 'zod';
 import { NotFoundError, UnsupportedMediaTypeError, ValidationError } from '../errors/index.js';
 import { eventTypes, parseMediaType } from '../events/index.js';
 import { decodeJsonBody, defineFunction, onEvent, onRawRequest, onRequest } from '../http/index.js';
-import type { Answer, FunctionDefinition, RawBody, ReadinessCheck } from '../http/index.js';
+import type {
+  Answer,
+  FunctionDefinition,
+  HttpRoute,
+  RawBody,
+  ReadinessCheck,
+} from '../http/index.js';
+import type { WorkerQuality } from '../status/index.js';
 import { localAnswers } from './event-answers.js';
 import type { AnswerOnce } from './event-answers.js';
 import { formatPredictions, parseInstances } from './instances.js';
@@ -96,6 +103,8 @@ function inferenceDefinition(options: {
   onAnswered?: (answered: Answered) => void;
   /** Where replicas share event answers (event-answers.ts); without it, per process. */
   sharedAnswers?: AnswerOnce;
+  /** Routes of this worker alone. */
+  extraRoutes?: readonly HttpRoute[];
 }): FunctionDefinition {
   const { model, signature, served } = options;
   const parsing = { signature, served, maxBatch: options.maxBatch };
@@ -246,6 +255,7 @@ function inferenceDefinition(options: {
         path: '/v2/health/ready',
         handle: async () => json({ ready: true }),
       }),
+      ...(options.extraRoutes ?? []),
     ],
     events: [
       onEvent({
@@ -278,20 +288,43 @@ function edgeInferDefinition(options: {
   readiness: readonly ReadinessCheck[];
   onAnswered?: (answered: Answered) => void;
   sharedAnswers?: AnswerOnce;
+  /** The accuracy objective's and the drift test's current figures (quality-report.ts). */
+  quality?: () => WorkerQuality;
 }): FunctionDefinition {
-  const { joint } = options;
+  const { joint, quality } = options;
   return inferenceDefinition({
+    extraRoutes:
+      quality === undefined
+        ? []
+        : [
+            // Seed 003's Skew request: the current estimates, as reported upstream.
+            onRequest({
+              method: 'GET',
+              path: '/skew',
+              handle: async () => ({ kind: 'json', body: quality() }),
+            }),
+          ],
     ...(options.onAnswered === undefined ? {} : { onAnswered: options.onAnswered }),
     ...(options.sharedAnswers === undefined ? {} : { sharedAnswers: options.sharedAnswers }),
     name: 'edge-infer',
     model: options.model,
     signature: joint.edge.signature,
-    served: jointOutputs(joint.task),
+    served: jointOutputs(joint.task, joint.outliers !== undefined),
     maxBatch: options.maxBatch,
     async answer(request, traceparent) {
       // The task is read at each request: a hot reload may have swapped the miner, not the task.
-      const samples = await jointInfer(joint, request.inputs, request.rows, traceparent);
-      return { tensors: jointTensors(joint.task, samples), answered: samples };
+      const wantScores = request.outputs?.includes('outlier_score') ?? false;
+      const samples = await jointInfer(
+        joint,
+        request.inputs,
+        request.rows,
+        traceparent,
+        wantScores,
+      );
+      const tensors = jointTensors(joint.task, samples);
+      // Scored for the drift test but not asked for: not answered (the output is by request).
+      if (!wantScores) delete tensors['outlier_score'];
+      return { tensors, answered: samples };
     },
     consumes: eventTypes.inferenceRequested,
     readiness: options.readiness,
@@ -328,7 +361,7 @@ function cloudInferDefinition(options: {
       if (extra.some((o) => wanted(o.name))) {
         Object.assign(tensors, task.toTensors(task.fromModel(tensors, request.rows)));
       }
-      return { tensors, answered: Array.from({ length: request.rows }, () => cloudTier) };
+      return { tensors, answered: new Array<typeof cloudTier>(request.rows).fill(cloudTier) };
     },
     consumes: eventTypes.inferenceHardExample,
     readiness: options.readiness,

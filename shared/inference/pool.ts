@@ -267,6 +267,8 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
       closed = true;
       if (timer !== undefined) clearTimeout(timer);
       fail([...small.splice(0), ...large.splice(0)], new UnavailableError('inference pool closed'));
+      // The queues are empty now: a run finishing during the drain must not dispatch from them.
+      queued = 0;
       // Terminating a thread inside onnxruntime's run aborts the whole process (a native
       // exception escapes): let the runs in progress finish first, for a bounded time.
       const running = slots.filter((slot) => slot.busy).map((slot) => once(slot.worker, 'message'));

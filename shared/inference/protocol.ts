@@ -498,14 +498,26 @@ function jsonData(tensor: Tensor): string {
 function binaryData(tensor: Tensor): Buffer {
   const { data } = tensor;
   if (!Array.isArray(data)) return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  // BYTES: each element's length and UTF-8 bytes, written into one buffer, each distinct string
+  // encoded once. Per-sample strings repeat a few values (tier is "edge" or "cloud"), and a
+  // buffer per element joined by Buffer.concat cost ~12 us per 64 elements, against ~2.5 here.
+  const encoded = new Map<string, Buffer>();
   const parts = data.map((text) => {
-    const bytes = Buffer.from(text, 'utf8');
-    const out = Buffer.allocUnsafe(4 + bytes.length);
-    out.writeUInt32LE(bytes.length, 0);
-    bytes.copy(out, 4);
-    return out;
+    let bytes = encoded.get(text);
+    if (bytes === undefined) {
+      bytes = Buffer.from(text, 'utf8');
+      encoded.set(text, bytes);
+    }
+    return bytes;
   });
-  return Buffer.concat(parts);
+  const out = Buffer.allocUnsafe(parts.reduce((n, bytes) => n + 4 + bytes.length, 0));
+  let at = 0;
+  for (const bytes of parts) {
+    out.writeUInt32LE(bytes.length, at);
+    out.set(bytes, at + 4);
+    at += 4 + bytes.length;
+  }
+  return out;
 }
 
 /** An answer: the JSON header's text, and when binary outputs were asked for, the bytes after it. */

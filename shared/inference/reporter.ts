@@ -1,9 +1,12 @@
 /**
- * The edge worker's reports to upstream-status: its cumulative counters as a WorkerMessage,
- * every interval while they change (and at least every `heartbeatEvery` intervals), and once
- * more when it stops. Counts are cumulative per reporter (pod and start time), so a lost or
- * repeated report neither loses nor doubles anything upstream.
+ * The edge worker's reports to upstream-status: its cumulative counters (and, when it measures
+ * them, its quality estimates) as a WorkerMessage, every interval while they change (and at
+ * least every `heartbeatEvery` intervals), and once more when it stops. Counts are cumulative per
+ * reporter (pod and start time), so a lost or repeated report neither loses nor doubles anything
+ * upstream.
  */
+import { workerQuality } from '../status/worker-message.js';
+import type { WorkerMessage, WorkerQuality } from '../status/worker-message.js';
 import type { Logger } from '../telemetry/index.js';
 import type { WorkerCounters } from './joint.js';
 
@@ -17,11 +20,15 @@ interface ReporterOptions {
   /** Unique per worker process. */
   reporter: string;
   counters: WorkerCounters;
+  /** The edge's current accuracy and drift estimates, if it makes any. */
+  quality?: () => WorkerQuality | undefined;
   intervalMs: number;
   heartbeatEvery?: number;
   log: Logger;
   send?: typeof fetch;
 }
+
+type Output = NonNullable<WorkerMessage['output']>;
 
 function startReporter(options: ReporterOptions) {
   const send = options.send ?? fetch;
@@ -32,23 +39,53 @@ function startReporter(options: ReporterOptions) {
   let sequence = 0;
   let lastSent = '';
   let quiet = 0;
-  const snapshot = () =>
-    JSON.stringify({
-      uploaded: options.counters.uploaded,
-      inferenceNumber: options.counters.inferenceNumber,
-      hardExampleNumber: options.counters.hardExampleNumber,
-    });
+  let refusedQuality = '';
+  /**
+   * Checked here with upstream-status's own schema: an estimate out of bounds (a NaN from an empty
+   * window, say) would get the whole report refused, and the counters with it, on every retry.
+   */
+  const quality = (): WorkerQuality | undefined => {
+    const current = options.quality?.();
+    if (current === undefined) return undefined;
+    const parsed = workerQuality.safeParse(current);
+    if (parsed.success) return parsed.data;
+    const reason = parsed.error.issues
+      .map((issue) => `${issue.path.map(String).join('.')}: ${issue.message}`)
+      .join('; ');
+    if (reason !== refusedQuality) {
+      refusedQuality = reason;
+      options.log.warn({ reason }, 'quality estimate out of bounds; reported without it');
+    }
+    return undefined;
+  };
+  const snapshot = (): Output => {
+    const { uploaded, inferenceNumber, hardExampleNumber, shadowNumber } = options.counters;
+    const current = quality();
+    return {
+      // shadowNumber only once there is one: a worker that never shadows stays readable by an
+      // upstream-status that predates the field (its schema refuses unknown keys).
+      taskInfo: {
+        uploaded,
+        inferenceNumber,
+        hardExampleNumber,
+        ...(shadowNumber > 0 ? { shadowNumber } : {}),
+      },
+      ...(current === undefined ? {} : { quality: current }),
+    };
+  };
   const flush = async (force: boolean): Promise<void> => {
-    const taskInfo = snapshot();
-    if (!force && taskInfo === lastSent && (quiet += 1) < (options.heartbeatEvery ?? 6)) return;
+    const output = snapshot();
+    // A changed estimate is news as much as a changed count.
+    const text = JSON.stringify(output);
+    if (!force && text === lastSent && (quiet += 1) < (options.heartbeatEvery ?? 6)) return;
     sequence += 1;
-    const message = {
+    const message: WorkerMessage = {
       id: `${options.reporter}-${sequence}`,
       reporter: options.reporter,
       worker: 'edge',
       phase: 'Inference',
       status: 'Running',
-      output: { taskInfo: JSON.parse(taskInfo) as Record<string, number> },
+      output,
     };
     try {
       const response = await send(endpoint, {
@@ -62,7 +99,7 @@ function startReporter(options: ReporterOptions) {
         signal: AbortSignal.timeout(5000),
       });
       if (!response.ok) throw new Error(`upstream-status answered ${response.status}`);
-      lastSent = taskInfo;
+      lastSent = text;
       quiet = 0;
     } catch (err) {
       options.log.warn(
@@ -71,13 +108,26 @@ function startReporter(options: ReporterOptions) {
       );
     }
   };
-  const timer = setInterval(() => void flush(false), options.intervalMs);
+  // One report at a time: a slow upstream-status (up to the 5 s timeout) must not have the next
+  // interval send the same change again before the first answer says it arrived.
+  let inFlight: Promise<void> | undefined;
+  const run = (force: boolean): Promise<void> => {
+    const next = (inFlight ?? Promise.resolve()).then(() => flush(force));
+    inFlight = next;
+    void next.finally(() => {
+      if (inFlight === next) inFlight = undefined;
+    });
+    return next;
+  };
+  const timer = setInterval(() => {
+    if (inFlight === undefined) void run(false);
+  }, options.intervalMs);
   timer.unref();
   return {
-    flush: () => flush(true),
+    flush: () => run(true),
     async stop() {
       clearInterval(timer);
-      await flush(true);
+      await run(true);
     },
   };
 }

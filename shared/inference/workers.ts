@@ -19,9 +19,15 @@ import { cloudInferDefinition, edgeInferDefinition } from './definition.js';
 import { sharedAnswers } from './event-answers.js';
 import { WorkerCounters, checkJointSettings } from './joint.js';
 import type { JointDeps } from './joint.js';
-import { inferenceMetrics } from './metrics.js';
+import { inferenceMetrics, qualityMetrics } from './metrics.js';
 import { minerFromConfig } from './miner-config.js';
 import { loadModelBytes } from './model-source.js';
+import { createOutlierScorer, parseDriftReference } from './outlier.js';
+import type { OutlierScorer } from './outlier.js';
+import { qualityReport } from './quality-report.js';
+import { createQualityWindow } from './quality-window.js';
+import type { QualityWindow } from './quality-window.js';
+import { createShadow } from './shadow.js';
 import { createInferencePool } from './pool.js';
 import type { InferencePool } from './pool.js';
 import { startReporter } from './reporter.js';
@@ -99,6 +105,97 @@ function budgetHolder(joint: JointDeps, make: (target: number) => JointDeps['bud
   };
 }
 
+type EdgeConfig = ReturnType<typeof loadEdgeConfig>;
+
+/**
+ * The drift reference: DRIFT_REFERENCE_URL, else `<model>.drift.json` beside the model when
+ * there is one (models/*.drift.json are written by `npm run models`). An explicit URL that does
+ * not load stops the worker; a missing sibling only means no drift detection.
+ */
+async function driftScorer(
+  serving: ServingConfig,
+  edge: EdgeConfig,
+  pool: InferencePool,
+  telemetry: Telemetry,
+): Promise<OutlierScorer | undefined> {
+  const explicit = edge.quality.driftReference;
+  const url = explicit ?? serving.model.url.replace(/\.onnx$/, '.drift.json');
+  if (url === serving.model.url) return undefined;
+  let bytes: Uint8Array;
+  try {
+    bytes = await loadModelBytes({ ...serving.model, url, sha256: undefined, maxBytes: 16 << 20 });
+  } catch (err) {
+    const reason = err instanceof Error ? err.message : String(err);
+    if (explicit !== undefined) throw new ConfigError(`DRIFT_REFERENCE_URL: ${reason}`);
+    telemetry.log.info({ url }, 'no drift reference beside the model; drift detection is off');
+    return undefined;
+  }
+  try {
+    const reference = parseDriftReference(JSON.parse(new TextDecoder().decode(bytes)));
+    return createOutlierScorer(reference, pool.signature.inputs[0]!);
+  } catch (err) {
+    throw new ConfigError(
+      `drift reference ${url}: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  }
+}
+
+/** The shared window, the shadow sampler and the outlier scorer the joint path reads. */
+function qualityParts(
+  edge: EdgeConfig,
+  redis: RedisClient | undefined,
+  service: string,
+  scorer: OutlierScorer | undefined,
+  telemetry: Telemetry,
+  counters: WorkerCounters,
+): Pick<JointDeps, 'quality' | 'shadow' | 'outliers'> {
+  const q = edge.quality;
+  if (q.objective === undefined && scorer === undefined) return {};
+  const quality: QualityWindow = createQualityWindow({
+    redis,
+    service,
+    reporter: `${hostname()}:${process.pid}:${Date.now()}`,
+    bucketSize: q.bucketSize,
+    buckets: q.buckets,
+    driftBuckets: q.driftBuckets,
+    refreshMs: q.refreshMs,
+    calibration:
+      q.objective === undefined
+        ? undefined
+        : { objective: q.objective / 100, z: q.z, minLabelled: q.minLabelled },
+    drift:
+      scorer === undefined
+        ? undefined
+        : { expectedShare: 0.05, raiseAt: q.raiseAt, clearAt: q.clearAt, minInputs: 100 },
+    log: telemetry.log,
+  });
+  const input = scorer?.reference.input;
+  const metrics = qualityMetrics(telemetry, { state: () => quality.state(), counters });
+  return {
+    quality,
+    ...(q.objective === undefined || edge.cloud === undefined
+      ? {}
+      : {
+          shadow: createShadow({
+            rate: q.shadowRate,
+            maxInFlight: q.shadowMaxInFlight,
+            onOutcome: metrics.shadowOutcome,
+          }),
+        }),
+    ...(scorer === undefined || input === undefined
+      ? {}
+      : {
+          outliers: {
+            score: (inputs, rows) => scorer.score(inputs[input]!, rows),
+            // The reference's 95th percentile: 5% of clean inputs score above it (driftTest's p0).
+            cut: scorer.reference.quantiles.p95,
+            sampleRate: q.driftSampleRate,
+            random: Math.random,
+          },
+        }),
+  };
+}
+
 /** edge-infer: the small model, hard-example mining and offload. */
 async function startEdgeWorker({ config, telemetry }: Runtime): Promise<Worker> {
   const serving = loadServingConfig('edge');
@@ -109,8 +206,21 @@ async function startEdgeWorker({ config, telemetry }: Runtime): Promise<Worker> 
   });
   const counters = new WorkerCounters();
   const { pool, metrics, task } = await serveModel(serving, telemetry, counters);
+  let scorer: OutlierScorer | undefined;
   try {
-    checkJointSettings(edge.joint, miner.name, task, edge.sink !== undefined);
+    checkJointSettings(
+      edge.joint,
+      miner.name,
+      task,
+      edge.sink !== undefined,
+      edge.quality.objective !== undefined,
+    );
+    if (targetOffloadRatio !== undefined && edge.quality.objective !== undefined) {
+      throw new ConfigError(
+        'ACCURACY_OBJECTIVE: an objective sets the offload cut itself; remove targetOffloadRatio (the budget) or the objective',
+      );
+    }
+    scorer = await driftScorer(serving, edge, pool, telemetry);
   } catch (err) {
     await pool.close();
     throw err;
@@ -129,6 +239,7 @@ async function startEdgeWorker({ config, telemetry }: Runtime): Promise<Worker> 
     settings: edge.joint,
     counters,
     observe: metrics.observe,
+    ...qualityParts(edge, redis, service, scorer, telemetry, counters),
     ...(edge.sink === undefined
       ? {}
       : {
@@ -143,6 +254,16 @@ async function startEdgeWorker({ config, telemetry }: Runtime): Promise<Worker> 
     createBudget({ redis, service, target, ...edge.budget, log: telemetry.log }),
   );
   setBudget(targetOffloadRatio);
+  const window = joint.quality;
+  const quality =
+    window === undefined
+      ? undefined
+      : () =>
+          qualityReport(window, {
+            objective: edge.quality.objective,
+            shadowRate: edge.quality.shadowRate,
+            raiseAt: edge.quality.raiseAt,
+          });
   const reporter =
     edge.report === undefined
       ? undefined
@@ -151,6 +272,7 @@ async function startEdgeWorker({ config, telemetry }: Runtime): Promise<Worker> 
           reporter: `${hostname()}:${Date.now()}`,
           counters,
           log: telemetry.log,
+          ...(quality === undefined ? {} : { quality }),
         });
   const watcher =
     redis === undefined || edge.node === undefined || edge.service === undefined
@@ -170,6 +292,7 @@ async function startEdgeWorker({ config, telemetry }: Runtime): Promise<Worker> 
     maxBatch: serving.maxBatch,
     readiness: [],
     onAnswered: metrics.answered,
+    ...(quality === undefined ? {} : { quality }),
     ...(redis === undefined
       ? {}
       : { sharedAnswers: sharedAnswers(redis, { scope: service, ...edge.eventAnswers, warn }) }),
@@ -179,6 +302,8 @@ async function startEdgeWorker({ config, telemetry }: Runtime): Promise<Worker> 
     async close() {
       watcher?.stop();
       joint.budget?.stop();
+      joint.quality?.stop();
+      await joint.shadow?.idle();
       await reporter?.stop();
       redis?.disconnect();
       await pool.close();

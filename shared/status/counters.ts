@@ -13,15 +13,25 @@
  * its uid, a few fields each, one hash per service ever created; a recreated service starts a
  * new hash and nothing here deletes the old one. A reporter that resumes after its counters
  * expired is counted again from zero: the totals stay monotonic, not exact, in that case.
+ *
+ * The totals hash also keeps the service's latest quality report (`quality.*`): one snapshot per
+ * service, whichever reporter or replica sent it, as the edge's estimates are not additive.
  */
 import { defineIdempotentScript, hashTag, key } from '../redis/index.js';
 import type { RedisClient } from '../redis/index.js';
-import type { WorkerMessage } from './worker-message.js';
+import { workerQuality } from './worker-message.js';
+import type { WorkerMessage, WorkerQuality } from './worker-message.js';
 
-const counterNames = ['uploaded', 'inferenceNumber', 'hardExampleNumber'] as const;
+const counterNames = ['uploaded', 'inferenceNumber', 'hardExampleNumber', 'shadowNumber'] as const;
 type CounterName = (typeof counterNames)[number];
 
-/** What the totals hash holds: the counters and each worker's last reported state. */
+/** Every field a quality report may carry, in the order the script takes their values. */
+const qualityNames = Object.keys(workerQuality.shape) as Array<keyof WorkerQuality>;
+
+/**
+ * What the totals hash holds: the counters, each worker's last reported state, and the service's
+ * latest quality report (under `quality.*`).
+ */
 interface Totals {
   counters: Record<CounterName, number>;
   workers: Partial<
@@ -30,17 +40,23 @@ interface Totals {
       { state: string; exitCode?: number; message?: string; reportTime: string }
     >
   >;
+  quality?: WorkerQuality & { reportTime: string };
 }
 
 const recordLua = `
 local reporters, totals = KEYS[1], KEYS[2]
-local node, reporter, role = ARGV[1], ARGV[2], ARGV[6]
+local node, reporter, role = ARGV[1], ARGV[2], ARGV[3]
+local state, exitCode, message, reportTime = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
+local retention = ARGV[8]
+-- Then the counters as name/value pairs after their number, then '1' or '0' for whether the
+-- report carries quality, then its fields as name/value pairs ('' for a field it lacks).
+local counters = tonumber(ARGV[9])
+local qualityAt = 10 + 2 * counters
 -- The node is the authenticated one and the role one it was checked to run; the reporter id
 -- is the node's own word. Keying by all three means no node can move another node's counters.
 local owner = node .. '|' .. role .. '|' .. reporter
-local names = {'uploaded', 'inferenceNumber', 'hardExampleNumber'}
-for i, name in ipairs(names) do
-  local value = ARGV[2 + i]
+for i = 10, qualityAt - 1, 2 do
+  local name, value = ARGV[i], ARGV[i + 1]
   if value ~= '' then
     local field = owner .. '|' .. name
     local current = redis.call('HGET', reporters, field)
@@ -65,9 +81,26 @@ for i, name in ipairs(names) do
     end
   end
 end
-redis.call('HSET', totals, role .. '.state', ARGV[7], role .. '.exitCode', ARGV[8],
-  role .. '.message', ARGV[9], role .. '.reportTime', ARGV[10])
-redis.call('EXPIRE', reporters, ARGV[11])
+redis.call('HSET', totals, role .. '.state', state, role .. '.exitCode', exitCode,
+  role .. '.message', message, role .. '.reportTime', reportTime)
+-- Quality is a snapshot, not a counter: the latest report replaces all of it (a field it lacks
+-- is dropped, not kept from an older one). Replicas share the hash, so the latest of any replica
+-- stands, and one a slower replica records after it does not take its place.
+if ARGV[qualityAt] == '1' then
+  local stored = redis.call('HGET', totals, 'quality.reportTime')
+  if not stored or stored <= reportTime then
+    for i = qualityAt + 1, #ARGV, 2 do
+      local field = 'quality.' .. ARGV[i]
+      if ARGV[i + 1] == '' then
+        redis.call('HDEL', totals, field)
+      else
+        redis.call('HSET', totals, field, ARGV[i + 1])
+      end
+    end
+    redis.call('HSET', totals, 'quality.reportTime', reportTime)
+  end
+end
+redis.call('EXPIRE', reporters, retention)
 redis.call('PERSIST', totals)
 return 1
 `;
@@ -99,6 +132,24 @@ function keysFor(tag: string) {
   return { reporters: key('status', t, 'reporters'), totals: key('status', t, 'totals') };
 }
 
+/**
+ * The stored quality, read back through the report's schema: the hash holds strings, and what
+ * could not have come from a valid report (a field renamed across versions) is not shown.
+ */
+function qualityFrom(raw: Record<string, string>): Pick<Totals, 'quality'> {
+  const reportTime = raw['quality.reportTime'];
+  if (reportTime === undefined) return {};
+  const fields: Record<string, number | boolean> = {};
+  for (const name of qualityNames) {
+    const text = raw[`quality.${name}`];
+    if (text === undefined) continue;
+    // String(value) wrote them: a boolean as true/false, a number as its shortest exact form.
+    fields[name] = text === 'true' ? true : text === 'false' ? false : Number(text);
+  }
+  const parsed = workerQuality.safeParse(fields);
+  return parsed.success ? { quality: { ...parsed.data, reportTime } } : {};
+}
+
 function createReportCounters(
   redis: RedisClient,
   options: { dedupeSeconds: number; retentionSeconds: number },
@@ -112,22 +163,26 @@ function createReportCounters(
     async record(tag, deliveryId, reporter, message, reportTime) {
       const k = keysFor(tag);
       const info = message.output?.taskInfo;
-      const value = (v: number | undefined) => (v === undefined ? '' : String(v));
+      const quality = message.output?.quality;
+      const value = (v: number | boolean | undefined) => (v === undefined ? '' : String(v));
       const outcome = await script(
         { ...deliveryId, tag },
         [k.reporters, k.totals],
         [
           reporter.node,
           reporter.id,
-          value(info?.uploaded),
-          value(info?.inferenceNumber),
-          value(info?.hardExampleNumber),
           message.worker,
           message.status,
           value(message.exitCode),
           message.message ?? '',
           reportTime,
           options.retentionSeconds,
+          counterNames.length,
+          ...counterNames.flatMap((name) => [name, value(info?.[name])]),
+          quality === undefined ? '0' : '1',
+          ...(quality === undefined
+            ? []
+            : qualityNames.flatMap((name) => [name, value(quality[name])])),
         ],
       );
       return outcome.applied;
@@ -151,10 +206,10 @@ function createReportCounters(
           ...(message === undefined || message === '' ? {} : { message }),
         };
       }
-      return { counters, workers };
+      return { counters, workers, ...qualityFrom(raw) };
     },
   };
 }
 
-export { createReportCounters, counterNames };
+export { createReportCounters, counterNames, qualityNames };
 export type { ReportCounters, Reporter, Totals };

@@ -1,5 +1,11 @@
 /** upstream-status: authenticated edge reports, exact counters, conflict-retried status writes. */
-export { workerMessage, workerStates, serviceParams, parseSubject } from './worker-message.js';
+export {
+  workerMessage,
+  workerQuality,
+  workerStates,
+  serviceParams,
+  parseSubject,
+} from './worker-message.js';
 export {
   secretTokens,
   authenticateBearer,
@@ -11,7 +17,7 @@ export { createReportCounters, counterNames } from './counters.js';
 export { coalescing } from './coalesce.js';
 export { createUpstream, statusFromTotals } from './upstream.js';
 export { loadUpstreamConfig } from './config.js';
-export type { WorkerMessage, WorkerState } from './worker-message.js';
+export type { WorkerMessage, WorkerQuality, WorkerState } from './worker-message.js';
 export type { NodeTokens } from './node-auth.js';
 export type { ReportCounters, Reporter, Totals } from './counters.js';
 export type { Upstream, UpstreamOptions, ReportInput, ReportResult } from './upstream.js';

@@ -17,6 +17,7 @@ import { covers, placementNodes } from '../controller/index.js';
 import type { ServiceObject } from '../controller/index.js';
 import type { Kube, KubeObject } from '../k8s/index.js';
 import { coalescing } from './coalesce.js';
+import { qualityNames } from './counters.js';
 import type { ReportCounters, Totals } from './counters.js';
 import type { WorkerMessage } from './worker-message.js';
 
@@ -43,9 +44,14 @@ interface ReportResult {
   status: Record<string, unknown>;
 }
 
+/** count / inferenceNumber as the CRD takes it: 6 decimals, within [0, 1]. */
+function ratio(count: number, inferenceNumber: number): number {
+  return inferenceNumber === 0 ? 0 : Math.min(1, Number((count / inferenceNumber).toFixed(6)));
+}
+
 /** The status fields upstream-status owns, from the totals. */
 function statusFromTotals(totals: Totals): Record<string, unknown> {
-  const { uploaded, inferenceNumber, hardExampleNumber } = totals.counters;
+  const { uploaded, inferenceNumber, hardExampleNumber, shadowNumber } = totals.counters;
   const workers: Record<string, unknown> = {};
   for (const [role, report] of Object.entries(totals.workers)) {
     // null removes a field the previous report had and this one does not (merge patch).
@@ -56,6 +62,14 @@ function statusFromTotals(totals: Totals): Record<string, unknown> {
       message: report.message ?? null,
     };
   }
+  let quality: Record<string, unknown> | undefined;
+  if (totals.quality !== undefined) {
+    const latest: Record<string, unknown> = totals.quality;
+    // The latest report replaces the whole of the last one: null drops what it no longer says.
+    quality = Object.fromEntries(
+      [...qualityNames, 'reportTime'].map((field) => [field, latest[field] ?? null]),
+    );
+  }
   return {
     uploadCount: uploaded,
     inferenceNumber,
@@ -63,11 +77,13 @@ function statusFromTotals(totals: Totals): Record<string, unknown> {
     // Clamped: totals recorded before reports had to pair hardExampleNumber with
     // inferenceNumber can hold more hard examples than inferences, and a ratio above the CRD's
     // maximum of 1 would make every later status write of the service fail.
-    offloadRatio:
-      inferenceNumber === 0
-        ? 0
-        : Math.min(1, Number((hardExampleNumber / inferenceNumber).toFixed(6))),
+    offloadRatio: ratio(hardExampleNumber, inferenceNumber),
+    shadowCount: shadowNumber,
+    // Clamped too: reports keep shadowNumber within inferenceNumber, but a ratio the CRD refuses
+    // would block every later status write, whatever totals it came from.
+    shadowRatio: ratio(shadowNumber, inferenceNumber),
     ...(Object.keys(workers).length > 0 ? { workers } : {}),
+    ...(quality === undefined ? {} : { quality }),
   };
 }
 

@@ -164,6 +164,10 @@ describe('reconcile', () => {
   };
   const conditionOf = (state: State, type: string) =>
     state.service.status?.conditions?.find((c) => c.type === type);
+  /** What upstream-status writes when the edge reports its quality: the whole of it. */
+  const reportQuality = (state: State, quality: Record<string, unknown>) => {
+    state.service.status = { ...state.service.status, quality };
+  };
 
   it('restarts a worker once per reported failure (Always), with a new revision annotation', () => {
     let state = started(baseSpec);
@@ -424,22 +428,51 @@ describe('reconcile', () => {
     expect(writes(pass(state, new Date(later.getTime() + 1000)))).toEqual([]);
   });
 
+  const qualities = fc.option(
+    fc.record(
+      {
+        driftScore: fc.double({ min: 0, max: 50, noNaN: true }),
+        driftThreshold: fc.double({ min: 0, max: 50, noNaN: true }),
+        drifting: fc.boolean(),
+        driftWindow: fc.integer({ min: 1, max: 5000 }),
+        outlierShare: fc.double({ min: 0, max: 1, noNaN: true }),
+        estimatedJointLoss: fc.double({ min: 0, max: 100, noNaN: true }),
+      },
+      { requiredKeys: [] },
+    ),
+    { nil: undefined },
+  );
+
   it('reaches a fixpoint: after its own writes, the next pass writes nothing (property)', () => {
     fc.assert(
-      fc.property(specs, specs, reports, fc.boolean(), (first, second, edgeReport, ready) => {
-        let state = started(specOf(first));
-        if (ready) rollOut(state);
-        if (edgeReport !== undefined) report(state, edgeReport);
-        state.service = {
-          ...state.service,
-          spec: specOf(second),
-          metadata: { ...state.service.metadata, generation: 2 },
-        };
-        state = applyTo(state, pass(state, later));
-        const next = pass(state, new Date(later.getTime() + 1000));
-        expect(writes(next)).toEqual([]);
-        expect(next).toEqual([]);
-      }),
+      fc.property(
+        specs,
+        specs,
+        reports,
+        fc.boolean(),
+        qualities,
+        (first, second, edgeReport, ready, quality) => {
+          let state = started(specOf(first));
+          if (ready) rollOut(state);
+          if (edgeReport !== undefined) report(state, edgeReport);
+          if (quality !== undefined) reportQuality(state, quality);
+          state.service = {
+            ...state.service,
+            spec: specOf(second),
+            metadata: { ...state.service.metadata, generation: 2 },
+          };
+          // The same world with no quality report: drift is information, so the service comes
+          // out exactly as ready as it would without it.
+          const bare = structuredClone(state);
+          if (bare.service.status !== undefined) delete bare.service.status.quality;
+          state = applyTo(state, pass(state, later));
+          const next = pass(state, new Date(later.getTime() + 1000));
+          expect(writes(next)).toEqual([]);
+          expect(next).toEqual([]);
+          const bareState = applyTo(bare, pass(bare, later));
+          expect(conditionOf(state, 'Ready')).toEqual(conditionOf(bareState, 'Ready'));
+        },
+      ),
       { numRuns: 2000 },
     );
   });
@@ -464,6 +497,187 @@ describe('reconcile', () => {
       }),
       { numRuns: 2000 },
     );
+  });
+});
+
+describe('DataDrift', () => {
+  const now = new Date('2026-11-22T10:00:00Z');
+  const later = new Date('2026-11-22T10:00:05Z');
+  type State = { service: ServiceObject; workers: Partial<Record<Role, KubeObject>> };
+  const pass = (state: State, at: Date): Action[] =>
+    reconcile(state, desiredState(state.service, models, nodes, settings), at, options);
+  /** A service whose workers are both ready, after the pass that saw them so. */
+  const serving = (): State => {
+    const first: State = { service: service(baseSpec), workers: {} };
+    const state = applyTo(first, pass(first, now));
+    for (const w of Object.values(state.workers)) {
+      w['status'] = {
+        observedGeneration: w.metadata.generation,
+        conditions: [{ type: 'Ready', status: 'True' }],
+      };
+    }
+    return applyTo(state, pass(state, now));
+  };
+  const quality = (drift: Record<string, unknown>) => ({
+    estimatedEdgeAccuracy: 0.9,
+    estimatedJointLoss: 1.2,
+    reportTime: '2026-11-22T10:00:02.000Z',
+    ...drift,
+  });
+  const reportQuality = (state: State, q: Record<string, unknown>) => {
+    state.service.status = { ...state.service.status, quality: q };
+  };
+  const conditionOf = (state: State, type: string) =>
+    state.service.status?.conditions?.find((c) => c.type === type);
+  const eventsOf = (actions: readonly Action[]) =>
+    actions.flatMap((a) => (a.kind === 'event' ? [`${a.type} ${a.reason}: ${a.message}`] : []));
+  const drifting = {
+    driftScore: 7.2,
+    driftThreshold: 3.1,
+    drifting: true,
+    driftWindow: 1000,
+    outlierShare: 0.31,
+  };
+  const settled = {
+    driftScore: 1.23456,
+    driftThreshold: 3.1,
+    drifting: false,
+    driftWindow: 1000,
+    outlierShare: 0.04,
+  };
+
+  it('is absent while no drift test was reported, with or without other estimates', () => {
+    let state = serving();
+    expect(conditionOf(state, 'DataDrift')).toBeUndefined();
+    reportQuality(state, quality({}));
+    const actions = pass(state, later);
+    expect(writes(actions)).toEqual([]);
+    state = applyTo(state, actions);
+    expect(conditionOf(state, 'DataDrift')).toBeUndefined();
+  });
+
+  it('is True with the figures while drifting (a Warning), False when it clears (Normal), Ready throughout', () => {
+    let state = serving();
+    expect(conditionOf(state, 'Ready')?.status).toBe('True');
+    reportQuality(state, quality(drifting));
+    const raised = pass(state, later);
+    expect(eventsOf(raised)).toEqual([
+      'Warning DataDrift: drift score 7.2 above threshold 3.1 over the last 1000 inputs (outlier share 0.31)',
+    ]);
+    state = applyTo(state, raised);
+    expect(conditionOf(state, 'DataDrift')).toEqual({
+      type: 'DataDrift',
+      status: 'True',
+      reason: 'InputDrift',
+      message: 'drift score 7.2 above threshold 3.1 over the last 1000 inputs (outlier share 0.31)',
+      lastTransitionTime: later.toISOString(),
+    });
+    expect(conditionOf(state, 'Ready')).toMatchObject({ status: 'True', reason: 'Ready' });
+    expect(writes(pass(state, later))).toEqual([]);
+
+    // Still drifting, by another figure: the message follows, no new event, no transition.
+    reportQuality(state, quality({ ...drifting, driftScore: 9.87654 }));
+    const moved = pass(state, new Date(later.getTime() + 1000));
+    expect(eventsOf(moved)).toEqual([]);
+    state = applyTo(state, moved);
+    expect(conditionOf(state, 'DataDrift')).toMatchObject({
+      status: 'True',
+      message:
+        'drift score 9.88 above threshold 3.1 over the last 1000 inputs (outlier share 0.31)',
+      lastTransitionTime: later.toISOString(),
+    });
+
+    reportQuality(state, quality(settled));
+    const cleared = pass(state, new Date(later.getTime() + 2000));
+    expect(eventsOf(cleared)).toEqual([
+      'Normal NoDrift: drift score 1.23 below threshold 3.1 over the last 1000 inputs (outlier share 0.04)',
+    ]);
+    state = applyTo(state, cleared);
+    expect(conditionOf(state, 'DataDrift')).toMatchObject({
+      status: 'False',
+      reason: 'NoDrift',
+      message:
+        'drift score 1.23 below threshold 3.1 over the last 1000 inputs (outlier share 0.04)',
+    });
+    expect(conditionOf(state, 'Ready')).toMatchObject({ status: 'True', reason: 'Ready' });
+    expect(writes(pass(state, new Date(later.getTime() + 3000)))).toEqual([]);
+  });
+
+  it('says nothing of a first report that finds no drift', () => {
+    let state = serving();
+    reportQuality(state, quality(settled));
+    const actions = pass(state, later);
+    expect(eventsOf(actions)).toEqual([]);
+    state = applyTo(state, actions);
+    expect(conditionOf(state, 'DataDrift')).toMatchObject({ status: 'False', reason: 'NoDrift' });
+  });
+
+  it('does not make Ready True either: a service not yet serving stays so while drifting', () => {
+    const first: State = { service: service(baseSpec), workers: {} };
+    let state = applyTo(first, pass(first, now));
+    reportQuality(state, quality(drifting));
+    state = applyTo(state, pass(state, later));
+    expect(conditionOf(state, 'DataDrift')?.status).toBe('True');
+    expect(conditionOf(state, 'Ready')).toMatchObject({ status: 'Unknown', reason: 'Deploying' });
+  });
+
+  it('names only the figures reported, and goes Unknown when the drift test stops', () => {
+    let state = serving();
+    reportQuality(state, quality({ driftScore: 250.4, drifting: true }));
+    state = applyTo(state, pass(state, later));
+    expect(conditionOf(state, 'DataDrift')).toMatchObject({
+      status: 'True',
+      message: 'drift score 250',
+    });
+    reportQuality(state, quality({}));
+    const stopped = pass(state, new Date(later.getTime() + 1000));
+    expect(eventsOf(stopped)).toEqual([]);
+    state = applyTo(state, stopped);
+    expect(conditionOf(state, 'DataDrift')).toMatchObject({
+      status: 'Unknown',
+      reason: 'NoDriftReport',
+    });
+    expect(writes(pass(state, new Date(later.getTime() + 2000)))).toEqual([]);
+  });
+});
+
+describe('desiredState: the accuracy objective reaches the edge worker', () => {
+  /** The edge worker's plain environment variables. */
+  const edgeEnv = (offload: Record<string, unknown> | undefined) => {
+    const spec = { ...baseSpec, edgeWorker: { ...baseSpec.edgeWorker, offload } };
+    const desired = desiredState(service(spec), models, nodes, settings);
+    if (!desired.valid) throw new Error(desired.message);
+    const container = (
+      desired.workers.edge['spec'] as {
+        template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } };
+      }
+    ).template.spec.containers[0]!;
+    return Object.fromEntries(container.env.map((e) => [e.name, e.value]));
+  };
+
+  it('as ACCURACY_OBJECTIVE and SHADOW_RATE, only when the spec sets them', () => {
+    expect(edgeEnv({ accuracyObjective: 2.5, shadowRate: 0.1 })).toMatchObject({
+      ACCURACY_OBJECTIVE: '2.5',
+      SHADOW_RATE: '0.1',
+    });
+    const objectiveOnly = edgeEnv({ accuracyObjective: 0 });
+    expect(objectiveOnly['ACCURACY_OBJECTIVE']).toBe('0');
+    expect(objectiveOnly).not.toHaveProperty('SHADOW_RATE');
+    for (const offload of [undefined, { mode: 'sync' }]) {
+      expect(edgeEnv(offload)).not.toHaveProperty('ACCURACY_OBJECTIVE');
+      expect(edgeEnv(offload)).not.toHaveProperty('SHADOW_RATE');
+    }
+  });
+
+  it.each([
+    [{ accuracyObjective: 101 }, /^spec\.edgeWorker\.offload\.accuracyObjective: Too big/],
+    [{ accuracyObjective: -1 }, /^spec\.edgeWorker\.offload\.accuracyObjective: Too small/],
+    [{ shadowRate: 1.5 }, /^spec\.edgeWorker\.offload\.shadowRate: Too big/],
+  ])('refuses %o as an invalid spec', (offload, message) => {
+    const spec = { ...baseSpec, edgeWorker: { ...baseSpec.edgeWorker, offload } };
+    const desired = desiredState(service(spec), models, nodes, settings);
+    expect(desired).toMatchObject({ valid: false, reason: 'InvalidSpec' });
+    expect(!desired.valid && desired.message).toMatch(message);
   });
 });
 

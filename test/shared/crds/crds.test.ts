@@ -4,6 +4,7 @@ import { parse } from 'yaml';
 import {
   customResourceDefinitions,
   jointInferenceServiceSpec,
+  jointInferenceServiceStatus,
   renderCustomResourceDefinitions,
 } from '../../../shared/crds/index.js';
 import { parseInput } from '../../../shared/schema/index.js';
@@ -40,6 +41,59 @@ describe('CRDs', () => {
     }
   });
 
+  it('show drift and the estimated loss in kubectl get, Age last', () => {
+    const crd = customResourceDefinitions()['jointinferenceservices.yaml'] as {
+      spec: {
+        versions: Array<{ additionalPrinterColumns: Array<{ name: string; jsonPath: string }> }>;
+      };
+    };
+    const columns = crd.spec.versions[0]!.additionalPrinterColumns;
+    expect(columns.map((c) => c.name)).toEqual([
+      'Ready',
+      'Edge',
+      'Cloud',
+      'Uploaded',
+      'Drift',
+      'EstLoss',
+      'Age',
+    ]);
+    expect(columns.find((c) => c.name === 'Drift')?.jsonPath).toBe(
+      '.status.conditions[?(@.type=="DataDrift")].status',
+    );
+    expect(columns.find((c) => c.name === 'EstLoss')).toMatchObject({
+      type: 'number',
+      jsonPath: '.status.quality.estimatedJointLoss',
+    });
+  });
+
+  it('take what upstream-status writes: quality, shadowCount, shadowRatio', () => {
+    const status = {
+      shadowCount: 12,
+      shadowRatio: 0.05,
+      quality: {
+        accuracyObjective: 2,
+        estimatedEdgeAccuracy: 0.93,
+        estimatedJointLoss: 1.4,
+        cut: 0.35,
+        shadowRate: 0.05,
+        labelled: 512,
+        driftScore: 7.2,
+        driftThreshold: 3.1,
+        drifting: true,
+        driftWindow: 1000,
+        outlierShare: 0.31,
+        reportTime: '2026-11-22T10:00:00.000Z',
+      },
+    };
+    expect(parseInput(jointInferenceServiceStatus, status, 'status')).toEqual(status);
+    expect(() => parseInput(jointInferenceServiceStatus, { shadowRatio: 1.5 }, 'status')).toThrow(
+      /status\.shadowRatio: Too big/,
+    );
+    expect(() =>
+      parseInput(jointInferenceServiceStatus, { quality: { estimatedJointLoss: 101 } }, 'status'),
+    ).toThrow(/status\.quality\.estimatedJointLoss: Too big/);
+  });
+
   it('accept the seed sample unchanged', () => {
     const sample = parse(
       readFileSync(new URL('knative/samples/helmet-detection-demo.yaml', root), 'utf8'),
@@ -69,6 +123,14 @@ describe('CRDs', () => {
       /spec\.edgeWorker\.offload\.fallback: Invalid option/,
     ],
     [{ cloudWorker: { scale: { maxScale: 0 } } }, /spec\.cloudWorker\.scale\.maxScale: Too small/],
+    [
+      { edgeWorker: { offload: { accuracyObjective: 120 } } },
+      /spec\.edgeWorker\.offload\.accuracyObjective: Too big/,
+    ],
+    [
+      { edgeWorker: { offload: { shadowRate: -0.1 } } },
+      /spec\.edgeWorker\.offload\.shadowRate: Too small/,
+    ],
   ])('name the bad field: %o', (change, message) => {
     const base = {
       edgeWorker: { model: { name: 'small-model' }, hardExampleAlgorithm: { name: 'IBT' } },

@@ -1,11 +1,11 @@
 /**
- * Report counters in a real Redis: the totals outlive the per-reporter retention, and a
- * reporter's counters belong to the node that reports them.
+ * Report counters in a real Redis: the totals outlive the per-reporter retention, a reporter's
+ * counters belong to the node that reports them, and the latest quality report stands.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashTag, key } from '../../../shared/redis/index.js';
 import { createReportCounters } from '../../../shared/status/index.js';
-import type { WorkerMessage } from '../../../shared/status/index.js';
+import type { WorkerMessage, WorkerQuality } from '../../../shared/status/index.js';
 import { testRedis } from '../../support/redis.js';
 import type { TestRedis } from '../../support/redis.js';
 
@@ -18,6 +18,21 @@ const message = (
   phase: 'Inference',
   status: 'Running',
   output: { taskInfo: { uploaded, inferenceNumber, hardExampleNumber: uploaded } },
+});
+
+/** An edge report with a shadow count and, if given, a quality report. */
+const shadowed = (
+  inferenceNumber: number,
+  shadowNumber: number,
+  quality?: WorkerQuality,
+): WorkerMessage => ({
+  worker: 'edge',
+  phase: 'Inference',
+  status: 'Running',
+  output: {
+    taskInfo: { uploaded: 0, inferenceNumber, hardExampleNumber: 0, shadowNumber },
+    ...(quality === undefined ? {} : { quality }),
+  },
 });
 
 describe('report counters', () => {
@@ -56,6 +71,7 @@ describe('report counters', () => {
       uploaded: 1012,
       inferenceNumber: 4040,
       hardExampleNumber: 1012,
+      shadowNumber: 0,
     });
   });
 
@@ -101,6 +117,7 @@ describe('report counters', () => {
       uploaded: 50 + 1_000_000 + 1000,
       inferenceNumber: 500 + 1_000_000 + 1000,
       hardExampleNumber: 50 + 1_000_000 + 1000,
+      shadowNumber: 0,
     });
   });
 
@@ -131,11 +148,93 @@ describe('report counters', () => {
       uploaded: 31,
       inferenceNumber: 310,
       hardExampleNumber: 31,
+      shadowNumber: 0,
     });
     expect(Object.keys(await redis.client.hgetall(k('reporters'))).sort()).toEqual([
       'edge0|edge|edge-pod:1|hardExampleNumber',
       'edge0|edge|edge-pod:1|inferenceNumber',
       'edge0|edge|edge-pod:1|uploaded',
     ]);
+  });
+
+  it('totals shadowNumber per reporter, once per report however often it is resent', async () => {
+    const counters = createReportCounters(redis.client, {
+      dedupeSeconds: 3600,
+      retentionSeconds: 3600,
+    });
+    const tag = 'default/shadowed/uid-5';
+    const pod = { node: 'edge0', id: 'edge-pod:1' };
+    const other = { node: 'edge0', id: 'edge-pod:2' };
+    const record = (id: string, reporter: typeof pod, message: WorkerMessage) =>
+      counters.record(tag, { source: 'node/edge0', id }, reporter, message, '');
+    expect(await record('1', pod, shadowed(100, 5))).toBe(true);
+    // The same report again, under the same id: recorded once.
+    expect(await record('1', pod, shadowed(100, 5))).toBe(false);
+    // A late, smaller report of the same process moves nothing; another process adds its own.
+    expect(await record('2', pod, shadowed(90, 4))).toBe(true);
+    expect(await record('3', other, shadowed(50, 2))).toBe(true);
+    expect(await record('4', pod, shadowed(120, 9))).toBe(true);
+    expect((await counters.totals(tag)).counters).toMatchObject({
+      inferenceNumber: 170,
+      shadowNumber: 11,
+    });
+  });
+
+  it('keeps the latest quality report, whole, and only a later one replaces it', async () => {
+    const counters = createReportCounters(redis.client, {
+      dedupeSeconds: 3600,
+      retentionSeconds: 3600,
+    });
+    const tag = 'default/quality/uid-6';
+    const pod = { node: 'edge0', id: 'edge-pod:1' };
+    const record = (id: string, message: WorkerMessage, at: string) =>
+      counters.record(tag, { source: 'node/edge0', id }, pod, message, at);
+    expect((await counters.totals(tag)).quality).toBeUndefined();
+
+    const first: WorkerQuality = {
+      accuracyObjective: 2,
+      estimatedEdgeAccuracy: 0.934,
+      estimatedJointLoss: 1.25,
+      cut: 0.35,
+      shadowRate: 0.05,
+      labelled: 512,
+      driftScore: 7.2,
+      driftThreshold: 3.1,
+      drifting: true,
+      driftWindow: 1000,
+      outlierShare: 0.31,
+    };
+    await record('1', shadowed(100, 5, first), '2026-11-22T10:00:01.000Z');
+    expect((await counters.totals(tag)).quality).toEqual({
+      ...first,
+      reportTime: '2026-11-22T10:00:01.000Z',
+    });
+
+    // A report without quality leaves it as it was.
+    await record('2', shadowed(110, 6), '2026-11-22T10:00:02.000Z');
+    expect((await counters.totals(tag)).quality?.reportTime).toBe('2026-11-22T10:00:01.000Z');
+
+    // A later one replaces all of it: what it no longer says is gone.
+    const second: WorkerQuality = {
+      estimatedEdgeAccuracy: 0.1 + 0.2,
+      driftScore: 1.5,
+      drifting: false,
+    };
+    await record('3', shadowed(120, 7, second), '2026-11-22T10:00:03.000Z');
+    expect((await counters.totals(tag)).quality).toEqual({
+      ...second,
+      reportTime: '2026-11-22T10:00:03.000Z',
+    });
+
+    // One received earlier but recorded after it (a slower replica) does not take its place.
+    await record('4', shadowed(115, 6, first), '2026-11-22T10:00:02.500Z');
+    expect((await counters.totals(tag)).quality).toEqual({
+      ...second,
+      reportTime: '2026-11-22T10:00:03.000Z',
+    });
+    expect((await counters.totals(tag)).counters).toMatchObject({
+      inferenceNumber: 120,
+      shadowNumber: 7,
+    });
   });
 });

@@ -283,6 +283,36 @@ describe('upstream-status', () => {
       /body\.output\.taskInfo\.inferenceNumber: required when hardExampleNumber is given/,
     ],
     [
+      'more shadowed inputs than inferences',
+      {
+        ...report,
+        output: { taskInfo: { uploaded: 1, inferenceNumber: 2, shadowNumber: 3 } },
+      },
+      undefined,
+      undefined,
+      400,
+      /body\.output\.taskInfo\.shadowNumber: shadowNumber cannot exceed inferenceNumber/,
+    ],
+    [
+      'a drift score without the verdict',
+      {
+        ...report,
+        output: { ...report.output, quality: { driftScore: 7.2, driftThreshold: 3.1 } },
+      },
+      undefined,
+      undefined,
+      400,
+      /body\.output\.quality\.drifting: required when driftScore is given/,
+    ],
+    [
+      'an estimated loss over 100 points',
+      { ...report, output: { ...report.output, quality: { estimatedJointLoss: 140 } } },
+      undefined,
+      undefined,
+      400,
+      /body\.output\.quality\.estimatedJointLoss: Too big/,
+    ],
+    [
       'an unknown state',
       { ...report, status: 'Dancing' },
       undefined,
@@ -565,13 +595,14 @@ describe('upstream-status', () => {
       uploaded: 1_000_500,
       inferenceNumber: 1_000_500,
       hardExampleNumber: 1_000_500,
+      shadowNumber: 0,
     });
   });
 
   it('keeps offloadRatio within 1 when the totals hold more hard examples than inferences', async () => {
     expect(
       statusFromTotals({
-        counters: { uploaded: 3, inferenceNumber: 2, hardExampleNumber: 5 },
+        counters: { uploaded: 3, inferenceNumber: 2, hardExampleNumber: 5, shadowNumber: 0 },
         workers: {},
       })['offloadRatio'],
     ).toBe(1);
@@ -613,6 +644,80 @@ describe('upstream-status', () => {
     });
   });
 
+  it('shows shadowCount and shadowRatio like offloadRatio: 6 decimals, within 1', () => {
+    const status = (inferenceNumber: number, shadowNumber: number) =>
+      statusFromTotals({
+        counters: { uploaded: 0, inferenceNumber, hardExampleNumber: 0, shadowNumber },
+        workers: {},
+      });
+    expect(status(3, 1)).toMatchObject({ shadowCount: 1, shadowRatio: 0.333333 });
+    expect(status(0, 0)).toMatchObject({ shadowCount: 0, shadowRatio: 0 });
+    expect(status(2, 5)).toMatchObject({ shadowCount: 5, shadowRatio: 1 });
+    expect(status(2, 5)['quality']).toBeUndefined();
+  });
+
+  it('shows the shadow count once per report and the latest quality, whole, in the status', async () => {
+    await createService('shadowed', { nodeName: 'edge0' });
+    const path = `/${ns}/jointinferenceservices/shadowed/status`;
+    const read = async () =>
+      (await api.kube.get({ kind: 'jointInferenceService', namespace: ns, name: 'shadowed' }))[
+        'status'
+      ] as Record<string, unknown>;
+    const quality = {
+      accuracyObjective: 2,
+      estimatedEdgeAccuracy: 0.934,
+      estimatedJointLoss: 1.25,
+      cut: 0.35,
+      shadowRate: 0.05,
+      labelled: 512,
+      driftScore: 7.2,
+      driftThreshold: 3.1,
+      drifting: true,
+      driftWindow: 1000,
+      outlierShare: 0.31,
+    };
+    const shadowReport = (id: string, inferenceNumber: number, shadowNumber: number) => ({
+      id,
+      reporter: 'edge-pod-shadow:1',
+      phase: 'Inference',
+      status: 'Running',
+      output: {
+        taskInfo: { uploaded: 0, inferenceNumber, hardExampleNumber: 0, shadowNumber },
+      },
+    });
+    const first = {
+      ...shadowReport('shadow-1', 400, 20),
+      output: { ...shadowReport('shadow-1', 400, 20).output, quality },
+    };
+    expect((await post(0, first, undefined, path)).status).toBe(200);
+    // Resent, to the other replica: counted once.
+    const again = await post(1, first, undefined, path);
+    expect(again.status).toBe(200);
+    expect(((await again.json()) as { applied: boolean }).applied).toBe(false);
+    const shown = await read();
+    expect(shown).toMatchObject({ inferenceNumber: 400, shadowCount: 20, shadowRatio: 0.05 });
+    const { reportTime: firstTime, ...firstQuality } = shown['quality'] as Record<string, unknown>;
+    expect(firstQuality).toEqual(quality);
+    expect(firstTime).toBeTypeOf('string');
+
+    // A report without quality moves the counts and leaves the quality as it was.
+    expect((await post(0, shadowReport('shadow-2', 500, 30), undefined, path)).status).toBe(200);
+    const counted = await read();
+    expect(counted).toMatchObject({ inferenceNumber: 500, shadowCount: 30, shadowRatio: 0.06 });
+    expect(counted['quality']).toEqual({ ...quality, reportTime: firstTime });
+
+    // A later quality report replaces the last: the fields it lacks leave the status.
+    const later = { estimatedEdgeAccuracy: 0.97, driftScore: 0.8, drifting: false };
+    const third = {
+      ...shadowReport('shadow-3', 600, 31),
+      output: { ...shadowReport('shadow-3', 600, 31).output, quality: later },
+    };
+    expect((await post(1, third, undefined, path)).status).toBe(200);
+    const { reportTime, ...replaced } = (await read())['quality'] as Record<string, unknown>;
+    expect(replaced).toEqual(later);
+    expect(Date.parse(String(reportTime))).toBeGreaterThanOrEqual(Date.parse(String(firstTime)));
+  });
+
   it('answers 500, not 400, when the API server refuses our own status write', async () => {
     const created = await createService('refused', { nodeName: 'edge0' });
     const refusing: Kube = {
@@ -637,6 +742,11 @@ describe('upstream-status', () => {
     expect(answer.status).toBe(500);
     // The report itself is recorded; a retry once the write works brings the status up to it.
     const totals = await counters.totals(`${ns}/refused/${created.metadata.uid ?? ''}`);
-    expect(totals.counters).toEqual({ uploaded: 1, inferenceNumber: 2, hardExampleNumber: 1 });
+    expect(totals.counters).toEqual({
+      uploaded: 1,
+      inferenceNumber: 2,
+      hardExampleNumber: 1,
+      shadowNumber: 0,
+    });
   });
 });

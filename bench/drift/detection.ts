@@ -1,0 +1,281 @@
+/**
+ * The detection pair under drift (bench/drift): the held-out canvases clean and under the
+ * detection suite (the perturbations that keep boxes where they are, and translation with its
+ * boxes moved), answered by the serving path's joint inference with the objective, a
+ * detection miner and the detector's drift reference, over precomputed model outputs. mAP@0.5
+ * instead of accuracy; the objective counts an image as lost when its confident detections
+ * differ from the cloud's.
+ */
+import { readFileSync } from 'node:fs';
+import { pino } from 'pino';
+import { createMiner } from '../../shared/inference/hem.js';
+import { jointInfer, WorkerCounters } from '../../shared/inference/joint.js';
+import type { JointDeps } from '../../shared/inference/joint.js';
+import { openOnnxModel } from '../../shared/inference/onnx-runtime.js';
+import { createOutlierScorer, parseDriftReference } from '../../shared/inference/outlier.js';
+import type { InferencePool, Tensors } from '../../shared/inference/pool.js';
+import { createQualityWindow } from '../../shared/inference/quality-window.js';
+import { createShadow } from '../../shared/inference/shadow.js';
+import { createTaskAdapter } from '../../shared/inference/task.js';
+import type { TaskResult } from '../../shared/inference/task.js';
+import type { Signature, Tensor } from '../../shared/inference/tensor.js';
+import {
+  canvasPixels,
+  canvasSize,
+  loadDetectionSet,
+} from '../../shared/training/detection-data.js';
+import type { DetectionSplit } from '../../shared/training/detection-data.js';
+import { meanAveragePrecision } from '../../shared/training/detection-metrics.js';
+import type { ScoredBox } from '../../shared/training/detection-metrics.js';
+import { detectionSuite, perturbImages, translateBoxes } from '../../shared/training/perturb.js';
+import { seededRandom } from '../../shared/training/random.js';
+
+const root = new URL('../../../', import.meta.url);
+const outputs = ['boxes', 'scores', 'class_scores'] as const;
+/** Values per canvas of each output ([64, 4], [64], [64, 10]). */
+const widths = { boxes: 256, scores: 64, class_scores: 640 } as const;
+
+type Outputs = Record<(typeof outputs)[number], Float32Array>;
+
+interface Stream {
+  split: DetectionSplit;
+  edge: Outputs;
+  cloud: Outputs;
+}
+
+async function runModel(file: string, images: Float32Array, n: number): Promise<Outputs> {
+  const model = await openOnnxModel(new Uint8Array(readFileSync(new URL(`models/${file}`, root))));
+  const out: Outputs = {
+    boxes: new Float32Array(n * widths.boxes),
+    scores: new Float32Array(n * widths.scores),
+    class_scores: new Float32Array(n * widths.class_scores),
+  };
+  for (let from = 0; from < n; from += 256) {
+    const rows = Math.min(256, n - from);
+    const result = await model.run({
+      image: {
+        datatype: 'FP32',
+        shape: [rows, 1, canvasSize, canvasSize],
+        data: images.subarray(from * canvasPixels, (from + rows) * canvasPixels),
+      },
+    });
+    for (const name of outputs) {
+      out[name].set(result[name]!.data as Float32Array, from * widths[name]);
+    }
+  }
+  await model.close();
+  return out;
+}
+
+/** `length` canvases: passes over `split`, pass k perturbed with seed 11 + k. */
+function passes(
+  split: DetectionSplit,
+  length: number,
+  apply: (images: Float32Array, boxes: DetectionSplit['boxes'], pass: number) => DetectionSplit,
+): DetectionSplit {
+  const images = new Float32Array(length * canvasPixels);
+  const boxes: DetectionSplit['boxes'] = [];
+  for (let k = 0; boxes.length < length; k += 1) {
+    const pass = apply(split.images, split.boxes, k);
+    const take = Math.min(split.n, length - boxes.length);
+    images.set(pass.images.subarray(0, take * canvasPixels), boxes.length * canvasPixels);
+    boxes.push(...pass.boxes.slice(0, take));
+  }
+  return { images, boxes, n: length };
+}
+
+const signature: Signature = {
+  inputs: [
+    { name: 'image', datatype: 'FP32', shape: [-1, 1, canvasSize, canvasSize] },
+    { name: 'index', datatype: 'INT32', shape: [-1] },
+  ],
+  outputs: [
+    { name: 'boxes', datatype: 'FP32', shape: [-1, 64, 4] },
+    { name: 'scores', datatype: 'FP32', shape: [-1, 64] },
+    { name: 'class_scores', datatype: 'FP32', shape: [-1, 64, 10] },
+  ],
+  batched: true,
+};
+
+function rowsOf(out: Outputs, inputs: Readonly<Tensors>): Tensors {
+  const index = inputs['index']!.data as Int32Array;
+  const tensors: Tensors = {};
+  for (const name of outputs) {
+    const w = widths[name];
+    const data = new Float32Array(index.length * w);
+    index.forEach((i, r) => data.set(out[name].subarray(i * w, (i + 1) * w), r * w));
+    const shape = name === 'scores' ? [index.length, 64] : [index.length, 64, w / 64];
+    tensors[name] = { datatype: 'FP32', shape, data } satisfies Tensor;
+  }
+  return tensors;
+}
+
+const boxesOf = (r: TaskResult): ScoredBox[] =>
+  r.kind !== 'detection'
+    ? []
+    : r.detections.map((d) => ({
+        x1: d.box[0],
+        y1: d.box[1],
+        x2: d.box[2],
+        y2: d.box[3],
+        score: d.score,
+        cls: d.cls,
+      }));
+
+interface DetectionRow {
+  label: string;
+  edge: number;
+  cloud: number;
+  joint: number;
+  offload: number;
+  shadow: number;
+  drifting: boolean;
+}
+
+/** Every detection condition, each streamed after a clean warm-up, as the classifier table. */
+async function detectionConditions(settings: {
+  objective: number;
+  shadowRate: number;
+  length: number;
+  /**
+   * CrossEntropy (per box, the hardest box's): a fine-grained hardness. IBT's is the share of
+   * low-score boxes, a handful of values per image, too coarse for a cut to stand between them:
+   * at a 1-point objective it ends up offloading everything.
+   */
+  miner: 'CrossEntropy' | 'IBT';
+}): Promise<DetectionRow[]> {
+  const data = loadDetectionSet();
+  const task = createTaskAdapter({ kind: 'detection' }, signature, 0.6);
+  const reference = parseDriftReference(
+    JSON.parse(readFileSync(new URL('models/detector-edge.drift.json', root), 'utf8')),
+  );
+  const scorer = createOutlierScorer(reference, signature.inputs[0]!);
+  const outputsOf = async (split: DetectionSplit): Promise<Stream> => ({
+    split,
+    edge: await runModel('detector-edge.onnx', split.images, split.n),
+    cloud: await runModel('detector-cloud.onnx', split.images, split.n),
+  });
+  const warm = await outputsOf(
+    passes(data.validation, settings.length, (images, boxes) => ({
+      images,
+      boxes,
+      n: data.validation.n,
+    })),
+  );
+  const conditions = [
+    { label: 'clean', kind: undefined },
+    ...detectionSuite.map((p) => ({ label: p.label, kind: p })),
+  ];
+  const rows: DetectionRow[] = [];
+  for (const condition of conditions) {
+    const p = condition.kind;
+    const split = passes(data.test, settings.length, (images, boxes, k) =>
+      p === undefined
+        ? { images, boxes, n: data.test.n }
+        : {
+            images: perturbImages(images, data.test.n, canvasSize, canvasSize, p, 11 + k),
+            boxes: translateBoxes(boxes, canvasSize, canvasSize, p, 11 + k),
+            n: data.test.n,
+          },
+    );
+    const s = await outputsOf(split);
+    const current = { s: warm };
+    const pool: InferencePool = {
+      signature,
+      infer: (inputs) => Promise.resolve(rowsOf(current.s.edge, inputs)),
+      queuedRows: () => 0,
+      close: () => Promise.resolve(),
+    };
+    const window = createQualityWindow({
+      redis: undefined,
+      service: 'bench/drift-detection',
+      reporter: 'bench',
+      bucketSize: 250,
+      buckets: 80,
+      driftBuckets: 4,
+      refreshMs: 0,
+      calibration: { objective: settings.objective, z: 1, minLabelled: 200 },
+      drift: { expectedShare: 0.05, raiseAt: 5, clearAt: 2, minInputs: 100 },
+      log: pino({ level: 'silent' }),
+    });
+    const deps: JointDeps = {
+      edge: pool,
+      task,
+      cloud: {
+        infer: (inputs) => {
+          const out = rowsOf(current.s.cloud, inputs);
+          return Promise.resolve(task.toTensors(task.fromModel(out, out['scores']!.shape[0]!)));
+        },
+        breakerState: () => 'closed',
+      },
+      miner:
+        settings.miner === 'IBT'
+          ? createMiner('IBT', { thresholdImg: 0.35, thresholdBox: 0.7 })
+          : createMiner('CrossEntropy', {}),
+      settings: { miningMode: 'inference-then-mining', offload: 'sync', fallback: 'edge-result' },
+      counters: new WorkerCounters(),
+      quality: window,
+      shadow: createShadow({ rate: settings.shadowRate, maxInFlight: 64, random: seededRandom(7) }),
+      outliers: {
+        score: (inputs, rows) => scorer.score(inputs['image']!, rows),
+        cut: reference.quantiles.p95,
+        sampleRate: 1,
+        random: Math.random,
+      },
+    };
+    const answer = async (stream: Stream): Promise<TaskResult[]> => {
+      current.s = stream;
+      const answered: TaskResult[] = [];
+      for (let from = 0; from < stream.split.n; from += 8) {
+        const rows = Math.min(8, stream.split.n - from);
+        const samples = await jointInfer(
+          deps,
+          {
+            image: {
+              datatype: 'FP32',
+              shape: [rows, 1, canvasSize, canvasSize],
+              data: stream.split.images.subarray(from * canvasPixels, (from + rows) * canvasPixels),
+            },
+            index: {
+              datatype: 'INT32',
+              shape: [rows],
+              data: Int32Array.from({ length: rows }, (_, r) => from + r),
+            },
+          },
+          rows,
+        );
+        await deps.shadow?.idle();
+        answered.push(...samples.map((sample) => sample.result));
+        if ((from / 8) % 8 === 7) await window.refresh();
+      }
+      return answered;
+    };
+    await answer(warm);
+    const before = { ...deps.counters };
+    const joint = await answer(s);
+    const all = (out: Outputs) =>
+      task.fromModel(
+        {
+          boxes: { datatype: 'FP32', shape: [s.split.n, 64, 4], data: out.boxes },
+          scores: { datatype: 'FP32', shape: [s.split.n, 64], data: out.scores },
+          class_scores: { datatype: 'FP32', shape: [s.split.n, 64, 10], data: out.class_scores },
+        },
+        s.split.n,
+      );
+    const map = (results: TaskResult[]) =>
+      meanAveragePrecision(results.map(boxesOf), s.split.boxes).map;
+    rows.push({
+      label: condition.label,
+      edge: map(all(s.edge)),
+      cloud: map(all(s.cloud)),
+      joint: map(joint),
+      offload: (deps.counters.hardExampleNumber - before.hardExampleNumber) / s.split.n,
+      shadow: (deps.counters.shadowNumber - before.shadowNumber) / s.split.n,
+      drifting: window.state().drift?.drifting ?? false,
+    });
+  }
+  return rows;
+}
+
+export { detectionConditions };
+export type { DetectionRow };
