@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { createBindingStore } from '../../shared/aset/index.js';
+import { createQualityWindow } from '../../shared/inference/quality-window.js';
 import {
   createBudget,
   createMiner,
@@ -127,6 +128,28 @@ describe('the edge-worker Redis user of knative/redis', () => {
     );
     expect(await admin.exists('answer:{default/helmet-detection-demo}:2:/c:e2')).toBe(0);
     expect(warnings).toEqual([]);
+
+    // The quality window: adds exactly once per delivery, and flips the drift state.
+    const quality = createQualityWindow({
+      redis: worker,
+      service: 'default/helmet-detection-demo',
+      reporter: 'edge0-1',
+      bucketSize: 50,
+      buckets: 4,
+      driftBuckets: 2,
+      refreshMs: 0,
+      calibration: { objective: 0.01, z: 1, minLabelled: 10 },
+      drift: { expectedShare: 0.05, raiseAt: 5, clearAt: 2, minInputs: 20 },
+      log,
+    });
+    for (let i = 0; i < 60; i += 1) {
+      quality.observe(0, true);
+      quality.label(0, 0);
+    }
+    await quality.refresh();
+    await quality.refresh();
+    expect(quality.state().drift?.drifting).toBe(true);
+    expect(await admin.llen('quality:{default/helmet-detection-demo}:buckets')).toBeGreaterThan(0);
   });
 
   it('refuses what a worker must not do: task and status writes, other keys, admin commands', async () => {
