@@ -7,6 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { pino } from 'pino';
+import { loadEdgeConfig } from '../../shared/inference/config.js';
 import { createMiner } from '../../shared/inference/hem.js';
 import type { HardExampleMiner } from '../../shared/inference/hem.js';
 import { jointInfer, WorkerCounters } from '../../shared/inference/joint.js';
@@ -165,6 +166,8 @@ function jointDeps(
   scorer: OutlierScorer,
   settings: StreamSettings,
 ): JointDeps {
+  // Scored as a worker scores with its defaults: a sample of requests, their first rows.
+  const drift = loadEdgeConfig({}).quality;
   const task: TaskAdapter = createTaskAdapter({ kind: 'classification' }, signature, undefined);
   const pool: InferencePool = {
     signature,
@@ -196,8 +199,9 @@ function jointDeps(
     outliers: {
       score: (inputs, rows) => scorer.score(inputs['input']!, rows),
       cut: scorer.reference.quantiles.p95,
-      sampleRate: 1,
-      random: Math.random,
+      sampleRate: drift.driftSampleRate,
+      sampleRows: drift.driftSampleRows,
+      random: seededRandom(settings.seed + 1),
     },
   };
 }
@@ -277,23 +281,35 @@ async function stream(
 }
 
 function newWindow(settings: StreamSettings): QualityWindow {
-  return createQualityWindow({
-    redis: undefined,
-    service: 'bench/drift',
-    reporter: 'bench',
-    bucketSize: 250,
-    buckets: 80,
-    driftBuckets: 4,
-    refreshMs: 0,
-    calibration: {
-      objective: settings.objective,
-      z: Number(process.env['OBJECTIVE_Z'] ?? 1),
-      minLabelled: 200,
-    },
-    drift: { expectedShare: 0.05, raiseAt: 5, clearAt: 2, minInputs: 100 },
-    log: pino({ level: 'silent' }),
-  });
+  return createQualityWindow(benchWindowOptions('bench/drift', settings.objective));
 }
 
-export { loadModels, scoreSplit, staticCut, staticRun, stream, jointDeps, newWindow, accuracy };
+/** The worker's own defaults (an edge worker with only ACCURACY_OBJECTIVE set), refreshed by the bench. */
+function benchWindowOptions(service: string, objective: number) {
+  const q = loadEdgeConfig({ ACCURACY_OBJECTIVE: String(100 * objective) }).quality;
+  return {
+    redis: undefined,
+    service,
+    reporter: 'bench',
+    bucketSize: q.bucketSize,
+    buckets: q.buckets,
+    driftWindow: q.driftWindow,
+    refreshMs: 0,
+    calibration: { objective, z: q.z, minLabelled: q.minLabelled },
+    drift: { expectedShare: 0.05, raiseAt: q.raiseAt, clearAt: q.clearAt, minInputs: 100 },
+    log: pino({ level: 'silent' }),
+  };
+}
+
+export {
+  loadModels,
+  scoreSplit,
+  staticCut,
+  staticRun,
+  stream,
+  jointDeps,
+  newWindow,
+  accuracy,
+  benchWindowOptions,
+};
 export type { Scored, Models, StreamSettings, StreamPoint };

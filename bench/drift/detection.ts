@@ -7,7 +7,7 @@
  * differ from the cloud's.
  */
 import { readFileSync } from 'node:fs';
-import { pino } from 'pino';
+import { loadEdgeConfig } from '../../shared/inference/config.js';
 import { createMiner } from '../../shared/inference/hem.js';
 import { jointInfer, WorkerCounters } from '../../shared/inference/joint.js';
 import type { JointDeps } from '../../shared/inference/joint.js';
@@ -29,6 +29,7 @@ import { meanAveragePrecision } from '../../shared/training/detection-metrics.js
 import type { ScoredBox } from '../../shared/training/detection-metrics.js';
 import { detectionSuite, perturbImages, translateBoxes } from '../../shared/training/perturb.js';
 import { seededRandom } from '../../shared/training/random.js';
+import { benchWindowOptions } from './conditions.js';
 
 const root = new URL('../../../', import.meta.url);
 const outputs = ['boxes', 'scores', 'class_scores'] as const;
@@ -145,6 +146,8 @@ async function detectionConditions(settings: {
   miner: 'CrossEntropy' | 'IBT';
 }): Promise<DetectionRow[]> {
   const data = loadDetectionSet();
+  // Scored as a worker scores with its defaults: a sample of requests, their first rows.
+  const defaults = loadEdgeConfig({}).quality;
   const task = createTaskAdapter({ kind: 'detection' }, signature, 0.6);
   const reference = parseDriftReference(
     JSON.parse(readFileSync(new URL('models/detector-edge.drift.json', root), 'utf8')),
@@ -186,18 +189,9 @@ async function detectionConditions(settings: {
       queuedRows: () => 0,
       close: () => Promise.resolve(),
     };
-    const window = createQualityWindow({
-      redis: undefined,
-      service: 'bench/drift-detection',
-      reporter: 'bench',
-      bucketSize: 250,
-      buckets: 80,
-      driftBuckets: 4,
-      refreshMs: 0,
-      calibration: { objective: settings.objective, z: 1, minLabelled: 200 },
-      drift: { expectedShare: 0.05, raiseAt: 5, clearAt: 2, minInputs: 100 },
-      log: pino({ level: 'silent' }),
-    });
+    const window = createQualityWindow(
+      benchWindowOptions('bench/drift-detection', settings.objective),
+    );
     const deps: JointDeps = {
       edge: pool,
       task,
@@ -219,8 +213,9 @@ async function detectionConditions(settings: {
       outliers: {
         score: (inputs, rows) => scorer.score(inputs['image']!, rows),
         cut: reference.quantiles.p95,
-        sampleRate: 1,
-        random: Math.random,
+        sampleRate: defaults.driftSampleRate,
+        sampleRows: defaults.driftSampleRows,
+        random: seededRandom(8),
       },
     };
     const answer = async (stream: Stream): Promise<TaskResult[]> => {

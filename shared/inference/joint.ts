@@ -68,6 +68,11 @@ interface JointDeps {
      * the test reads a window of scored inputs, which a sample fills as well as all, for less.
      */
     sampleRate: number;
+    /**
+     * Rows scored of a sampled request, the first ones (a batched input is row-major, so no
+     * copy): a large batch tells the window no more than its first rows, for a fraction of the cost.
+     */
+    sampleRows: number;
     random: () => number;
   };
   /** Timings of each model call, for the latency histograms. */
@@ -173,8 +178,13 @@ async function mine(
   }
   const results = task.fromModel(await runEdge(deps, inputs, rows), rows);
   const { outliers } = deps;
-  const scored = outliers !== undefined && (wantScores || outliers.random() < outliers.sampleRate);
-  const scores = scored ? outliers.score(inputs, rows) : undefined;
+  let scores: Float64Array | undefined;
+  if (outliers !== undefined && wantScores) scores = outliers.score(inputs, rows);
+  else if (outliers !== undefined && outliers.random() < outliers.sampleRate) {
+    // A model without a batch dimension has one sample per request: scored whole.
+    const scoredRows = deps.edge.signature.batched ? Math.min(rows, outliers.sampleRows) : rows;
+    scores = outliers.score(inputs, scoredRows);
+  }
   results.forEach((result, i) => {
     edge[i] = result;
     const input = task.kind === 'raw' ? blankOutput : task.minerInput(result);
@@ -182,10 +192,9 @@ async function mine(
     if (deps.quality !== undefined || deps.budget !== undefined) {
       const hardness = miner.hardness(input);
       bands[i] = bandOf(hardness);
-      deps.quality?.observe(
-        bands[i],
-        scores === undefined ? undefined : scores[i]! > deps.outliers!.cut,
-      );
+      // Rows past a sample's first ones have no score: not counted by the drift test.
+      const score = scores?.[i];
+      deps.quality?.observe(bands[i], score === undefined ? undefined : score > outliers!.cut);
       isHard = deps.quality?.isHard(hardness);
       if (deps.budget !== undefined) {
         deps.budget.observe(hardness);
@@ -221,7 +230,7 @@ async function jointInfer(
     fallback: false,
     edge: own,
     cloud: undefined,
-    ...(scores === undefined ? {} : { outlierScore: scores[i]! }),
+    ...(scores?.[i] === undefined ? {} : { outlierScore: scores[i] }),
   }));
   counters.inferenceNumber += rows;
   counters.hardExampleNumber += hard.length;

@@ -357,7 +357,10 @@ function scoreParts(reference: DriftReference, data: ArrayLike<number>, rows: nu
 
 interface OutlierScorer {
   readonly reference: DriftReference;
-  /** One score per row of a batch of the model's input; higher is farther from the training. */
+  /**
+   * One score for each of the first `rows` rows of a batch of the model's input (all of them, or
+   * a sample); higher is farther from the training inputs.
+   */
   score(input: Tensor, rows: number): Float64Array;
 }
 
@@ -391,17 +394,18 @@ function createOutlierScorer(reference: DriftReference, input: TensorSpec): Outl
   return {
     reference,
     score(tensor, rows) {
-      const expected = [rows, ...reference.shape];
-      if (
-        tensor.shape.length !== expected.length ||
-        tensor.shape.some((d, i) => d !== expected[i])
-      ) {
+      // The first `rows` rows of a batch (a sample of it) or all of them.
+      const fits =
+        tensor.shape.length === reference.shape.length + 1 &&
+        (tensor.shape[0] ?? 0) >= rows &&
+        reference.shape.every((d, i) => tensor.shape[i + 1] === d);
+      if (!fits) {
         throw new ValidationError(
-          `input ${input.name}: shape ${shapeText(tensor.shape)}, expected ${shapeText(expected)} for the drift reference`,
+          `input ${input.name}: shape ${shapeText(tensor.shape)}, expected ${shapeText([rows, ...reference.shape])} for the drift reference`,
         );
       }
       const data = numbersOf(tensor);
-      if (data.length !== rows * per) {
+      if (data.length < rows * per) {
         throw new ValidationError(
           `input ${input.name}: ${data.length} elements for shape ${shapeText(tensor.shape)}`,
         );

@@ -38,8 +38,11 @@ interface QualityWindowOptions {
   reporter: string;
   bucketSize: number;
   buckets: number;
-  /** The newest this many buckets make the drift test's window. */
-  driftBuckets: number;
+  /**
+   * The drift test reads the newest buckets that together hold at least this many scored inputs
+   * (scoring is sampled, so a count of buckets would hold a varying number of them).
+   */
+  driftWindow: number;
   refreshMs: number;
   calibration: CalibrationSettings | undefined;
   drift: DriftSettings | undefined;
@@ -122,9 +125,11 @@ return 1
 );
 
 const ttlSeconds = 7 * 24 * 3600;
+/** Traffic-triggered refreshes come at most this often (the timer's may come more often). */
+const minRefreshMs = 50;
 
 /** Sums of the window the decisions read. */
-function summarize(buckets: readonly Bucket[], driftBuckets: number) {
+function summarize(buckets: readonly Bucket[], driftWindow: number) {
   let from = 0;
   for (let i = buckets.length - 1; i >= 0; i -= 1) {
     if (buckets[i]!.r === 1) {
@@ -144,9 +149,9 @@ function summarize(buckets: readonly Bucket[], driftBuckets: number) {
   }
   let scored = 0;
   let outliers = 0;
-  for (const b of buckets.slice(-driftBuckets)) {
-    scored += b.s;
-    outliers += b.o;
+  for (let i = buckets.length - 1; i >= 0 && scored < driftWindow; i -= 1) {
+    scored += buckets[i]!.s;
+    outliers += buckets[i]!.o;
   }
   return { counts: { traffic, labelled, disagree }, scored, outliers };
 }
@@ -214,7 +219,8 @@ function memoryStore(options: QualityWindowOptions): BucketStore {
       last.s += delta.s;
       last.o += delta.o;
       buckets.splice(0, Math.max(0, buckets.length - options.buckets));
-      return Promise.resolve({ buckets: buckets.map((b) => structuredClone(b)), drifting });
+      // Read-only to the caller (summarize), so no copy: this runs on every refresh.
+      return Promise.resolve({ buckets, drifting });
     },
     flip(from, to) {
       if (drifting === from) {
@@ -266,10 +272,11 @@ function createQualityWindow(options: QualityWindowOptions): QualityWindow {
   let state: QualityState = { estimate: undefined, drift: undefined, driftInputs: 0 };
   let running: Promise<void> | undefined;
   const local = localDriftCheck(options.drift);
+  let lastRefresh = performance.now();
 
   const decide = async (buckets: readonly Bucket[], drifting: boolean) => {
     if (buckets.length === 0) return;
-    const { counts, scored, outliers } = summarize(buckets, options.driftBuckets);
+    const { counts, scored, outliers } = summarize(buckets, options.driftWindow);
     const drift =
       options.drift === undefined
         ? undefined
@@ -335,10 +342,15 @@ function createQualityWindow(options: QualityWindowOptions): QualityWindow {
         if (outlier) pending.o += 1;
         local.add(outlier, state.drift?.drifting ?? false);
       }
-      // A refresh by traffic as well as by time: at high rates a timer alone lets thousands of
-      // inputs through between two looks at the window.
-      if (pending.i >= options.bucketSize / 4 && running === undefined && options.refreshMs > 0) {
-        refresh().catch(() => undefined);
+      // A refresh by traffic as well as by time (at high rates a timer alone lets thousands of
+      // inputs through between two looks at the window), but at most every `minRefreshMs`: each
+      // one is a Redis round trip and a pass over the window.
+      if (pending.i % 64 === 0 && running === undefined && options.refreshMs > 0) {
+        const now = performance.now();
+        if (now - lastRefresh >= minRefreshMs) {
+          lastRefresh = now;
+          refresh().catch(() => undefined);
+        }
       }
     },
     label(band, loss) {

@@ -118,6 +118,7 @@ async function driftScorer(
   pool: InferencePool,
   telemetry: Telemetry,
 ): Promise<OutlierScorer | undefined> {
+  if (edge.quality.driftDetection === 'off') return undefined;
   const explicit = edge.quality.driftReference;
   const url = explicit ?? serving.model.url.replace(/\.onnx$/, '.drift.json');
   if (url === serving.model.url) return undefined;
@@ -157,7 +158,7 @@ function qualityParts(
     reporter: `${hostname()}:${process.pid}:${Date.now()}`,
     bucketSize: q.bucketSize,
     buckets: q.buckets,
-    driftBuckets: q.driftBuckets,
+    driftWindow: q.driftWindow,
     refreshMs: q.refreshMs,
     calibration:
       q.objective === undefined
@@ -190,6 +191,7 @@ function qualityParts(
             // The reference's 95th percentile: 5% of clean inputs score above it (driftTest's p0).
             cut: scorer.reference.quantiles.p95,
             sampleRate: q.driftSampleRate,
+            sampleRows: q.driftSampleRows,
             random: Math.random,
           },
         }),

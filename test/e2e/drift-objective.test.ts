@@ -56,7 +56,7 @@ describe('the edge with an objective and a drift reference', () => {
       reporter: 'test',
       bucketSize: 50,
       buckets: 10,
-      driftBuckets: 2,
+      driftWindow: 100,
       refreshMs: 0,
       calibration: { objective: 0.01, z: 1, minLabelled: 20 },
       drift: { expectedShare: 0.05, raiseAt: 5, clearAt: 2, minInputs: 50 },
@@ -83,6 +83,7 @@ describe('the edge with an objective and a drift reference', () => {
         score: (inputs, rows) => scorer.score(inputs['input']!, rows),
         cut: reference.quantiles.p95,
         sampleRate: 0,
+        sampleRows: 16,
         random: () => 0.5,
       },
     };
@@ -164,6 +165,35 @@ describe('the edge with an objective and a drift reference', () => {
     expect(performance.now() - started).toBeLessThan(5000);
     expect(parked.length).toBe(2);
     expect(shadowOutcomes.filter((o) => o === 'skipped').length).toBeGreaterThan(0);
+  });
+
+  it('counts for the drift test only the rows a sampled request scored', async () => {
+    const window = createQualityWindow({
+      redis: undefined,
+      service: 'test/sampled',
+      reporter: 'test',
+      bucketSize: 50,
+      buckets: 10,
+      driftWindow: 100,
+      refreshMs: 0,
+      calibration: undefined,
+      drift: { expectedShare: 0.05, raiseAt: 5, clearAt: 2, minInputs: 50 },
+      log: capturedTelemetry('edge-infer').log,
+    });
+    const sampled: JointDeps = {
+      ...joint,
+      quality: window,
+      outliers: { ...joint.outliers!, sampleRate: 1, sampleRows: 2 },
+    };
+    delete sampled.shadow;
+    const rows = 8;
+    await jointInfer(
+      sampled,
+      { input: { datatype: 'FP32', shape: [rows, pixels], data: test.x.slice(0, rows * pixels) } },
+      rows,
+    );
+    await window.refresh();
+    expect(window.state().driftInputs).toBe(2);
   });
 
   it('answers GET /skew with the figures it reports upstream, in the report schema', async () => {

@@ -136,7 +136,7 @@ describe('the edge-worker Redis user of knative/redis', () => {
       reporter: 'edge0-1',
       bucketSize: 50,
       buckets: 4,
-      driftBuckets: 2,
+      driftWindow: 100,
       refreshMs: 0,
       calibration: { objective: 0.01, z: 1, minLabelled: 10 },
       drift: { expectedShare: 0.05, raiseAt: 5, clearAt: 2, minInputs: 20 },

@@ -26,7 +26,7 @@ describe('quality window', () => {
     reporter,
     bucketSize: 100,
     buckets: 10,
-    driftBuckets: 2,
+    driftWindow: 100,
     refreshMs: 0,
     calibration: { objective: 0.01, z: 1, minLabelled: 50 },
     drift: { expectedShare: 0.05, raiseAt: 5, clearAt: 2, minInputs: 50 },
