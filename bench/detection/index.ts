@@ -23,6 +23,7 @@ import type { DetectionSplit } from '../../shared/training/detection-data.js';
 import { meanAveragePrecision } from '../../shared/training/detection-metrics.js';
 import type { ScoredBox } from '../../shared/training/detection-metrics.js';
 import { writeLinePlot } from '../support/plot.js';
+import { scoredBoxes } from '../support/detections.js';
 import { finish, printTable } from '../support/report.js';
 
 const root = new URL('../../../', import.meta.url);
@@ -57,18 +58,6 @@ async function detect(
   const seconds = (performance.now() - started) / 1000;
   await model.close();
   return { run: { results, seconds }, task };
-}
-
-function boxesOf(result: TaskResult): ScoredBox[] {
-  if (result.kind !== 'detection') throw new Error(`expected detections, got ${result.kind}`);
-  return result.detections.map((d) => ({
-    x1: d.box[0],
-    y1: d.box[1],
-    x2: d.box[2],
-    y2: d.box[3],
-    score: d.score,
-    cls: d.cls,
-  }));
 }
 
 interface Point {
@@ -122,8 +111,8 @@ function sweepSplit(
   edge: TaskResult[],
   cloud: TaskResult[],
 ): Point[] {
-  const edgeBoxes = edge.map(boxesOf);
-  const cloudBoxes = cloud.map(boxesOf);
+  const edgeBoxes = edge.map(scoredBoxes);
+  const cloudBoxes = cloud.map(scoredBoxes);
   const inputs = edge.map((r) => task.minerInput(r));
   return sweeps.flatMap((sweep) =>
     sweep.settings.map(({ parameter, miner }) => ({
@@ -156,11 +145,11 @@ async function main(): Promise<void> {
   };
   const { task } = runs.test.edge;
   const edgeMap = meanAveragePrecision(
-    runs.test.edge.run.results.map(boxesOf),
+    runs.test.edge.run.results.map(scoredBoxes),
     data.test.boxes,
   ).map;
   const cloudMap = meanAveragePrecision(
-    runs.test.cloud.run.results.map(boxesOf),
+    runs.test.cloud.run.results.map(scoredBoxes),
     data.test.boxes,
   ).map;
   const test = sweepSplit(data.test, task, runs.test.edge.run.results, runs.test.cloud.run.results);

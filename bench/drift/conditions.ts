@@ -8,8 +8,8 @@
 import { readFileSync } from 'node:fs';
 import { pino } from 'pino';
 import { loadEdgeConfig } from '../../shared/inference/config.js';
+import { outcomes, pick, score, sweep } from '../../shared/inference/calibrate.js';
 import { createMiner } from '../../shared/inference/hem.js';
-import type { HardExampleMiner } from '../../shared/inference/hem.js';
 import { jointInfer, WorkerCounters } from '../../shared/inference/joint.js';
 import type { JointDeps } from '../../shared/inference/joint.js';
 import { loadOnnxModel } from '../../shared/inference/onnx-runtime.js';
@@ -86,51 +86,26 @@ const accuracy = (out: Float32Array, y: Uint8Array, n: number) => {
   return right / n;
 };
 
-/** Threshold's hardness (1 - top probability) of every sample. */
-function hardnessOf(miner: HardExampleMiner, s: Scored): Float64Array {
-  const h = new Float64Array(s.n);
-  for (let i = 0; i < s.n; i += 1) {
-    h[i] = miner.hardness({
-      kind: 'classification',
-      probabilities: s.edge.subarray(i * classes, (i + 1) * classes),
-    });
-  }
-  return h;
-}
-
 /**
- * What an operator does without this issue: on clean labelled validation data, the Threshold
- * cut with the least offload whose joint accuracy is within the objective of the cloud's.
+ * What an operator does without this issue: `npm run calibrate -- --target-accuracy`, the
+ * Threshold parameter with the least offload whose joint accuracy on clean labelled validation
+ * data is within the objective of the cloud's (shared/inference/calibrate.ts).
  */
-function staticCut(validation: Scored, objective: number): number {
-  const miner = createMiner('Threshold', {});
-  const h = hardnessOf(miner, validation);
-  const order = Array.from(h.keys()).sort((a, b) => h[b]! - h[a]!);
-  const right = (out: Float32Array, i: number) =>
-    argmax(out.subarray(i * classes, (i + 1) * classes)) === validation.y[i];
-  let joint = 0;
-  for (let i = 0; i < validation.n; i += 1) if (right(validation.edge, i)) joint += 1;
-  const cloud = accuracy(validation.cloud, validation.y, validation.n);
-  for (let k = 0; k < validation.n; k += 1) {
-    if (joint / validation.n >= cloud - objective) return k === 0 ? 1 : h[order[k - 1]!]!;
-    const i = order[k]!;
-    joint += Number(right(validation.cloud, i)) - Number(right(validation.edge, i));
-  }
-  return 0;
+function staticThreshold(validation: Scored, objective: number): number {
+  const o = outcomes(validation.y, validation.edge, validation.cloud, classes);
+  const target = o.cloudCorrect / o.n - objective;
+  const point = pick(sweep('Threshold', 'threshold', o), o.n, { minAccuracy: target });
+  if (point === undefined) throw new Error(`no Threshold parameter reaches ${target}`);
+  return point.parameter;
 }
 
-/** Joint accuracy and offload of a fixed hardness cut (hard when hardness >= cut). */
-function staticRun(s: Scored, cut: number) {
-  const h = hardnessOf(createMiner('Threshold', {}), s);
-  let right = 0;
-  let offloaded = 0;
-  for (let i = 0; i < s.n; i += 1) {
-    const hard = h[i]! >= cut;
-    if (hard) offloaded += 1;
-    const out = hard ? s.cloud : s.edge;
-    if (argmax(out.subarray(i * classes, (i + 1) * classes)) === s.y[i]) right += 1;
-  }
-  return { joint: right / s.n, offload: offloaded / s.n };
+/** Joint accuracy and offload of the Threshold miner at a fixed parameter. */
+function staticRun(s: Scored, threshold: number) {
+  const { correct, hard } = score(
+    createMiner('Threshold', { threshold }),
+    outcomes(s.y, s.edge, s.cloud, classes),
+  );
+  return { joint: correct / s.n, offload: hard / s.n };
 }
 
 const signature: Signature = {
@@ -304,7 +279,7 @@ function benchWindowOptions(service: string, objective: number) {
 export {
   loadModels,
   scoreSplit,
-  staticCut,
+  staticThreshold,
   staticRun,
   stream,
   jointDeps,

@@ -26,9 +26,9 @@ import {
 } from '../../shared/training/detection-data.js';
 import type { DetectionSplit } from '../../shared/training/detection-data.js';
 import { meanAveragePrecision } from '../../shared/training/detection-metrics.js';
-import type { ScoredBox } from '../../shared/training/detection-metrics.js';
 import { detectionSuite, perturbImages, translateBoxes } from '../../shared/training/perturb.js';
 import { seededRandom } from '../../shared/training/random.js';
+import { scoredBoxes } from '../support/detections.js';
 import { benchWindowOptions } from './conditions.js';
 
 const root = new URL('../../../', import.meta.url);
@@ -110,18 +110,6 @@ function rowsOf(out: Outputs, inputs: Readonly<Tensors>): Tensors {
   }
   return tensors;
 }
-
-const boxesOf = (r: TaskResult): ScoredBox[] =>
-  r.kind !== 'detection'
-    ? []
-    : r.detections.map((d) => ({
-        x1: d.box[0],
-        y1: d.box[1],
-        x2: d.box[2],
-        y2: d.box[3],
-        score: d.score,
-        cls: d.cls,
-      }));
 
 interface DetectionRow {
   label: string;
@@ -258,7 +246,7 @@ async function detectionConditions(settings: {
         s.split.n,
       );
     const map = (results: TaskResult[]) =>
-      meanAveragePrecision(results.map(boxesOf), s.split.boxes).map;
+      meanAveragePrecision(results.map(scoredBoxes), s.split.boxes).map;
     rows.push({
       label: condition.label,
       edge: map(all(s.edge)),

@@ -22,7 +22,7 @@ import {
   loadModels,
   newWindow,
   scoreSplit,
-  staticCut,
+  staticThreshold,
   staticRun,
   stream,
 } from './conditions.js';
@@ -97,7 +97,7 @@ async function main(): Promise<void> {
     seed: 7,
   };
   const validation = await scoreSplit(models, data.validation);
-  const cut = staticCut(validation, settings.objective);
+  const threshold = staticThreshold(validation, settings.objective);
   const warm = await scoreSplit(
     models,
     passes(data.validation, streamLength, (x) => x),
@@ -121,7 +121,7 @@ async function main(): Promise<void> {
     // Warm: the service has been running on clean traffic when the shift arrives.
     await stream(deps, current, warm, { ...settings, seed: 3 });
     const online = await stream(deps, current, s, settings);
-    const fixed = staticRun(s, cut);
+    const fixed = staticRun(s, threshold);
     const cloud = accuracy(s.cloud, s.y, s.n);
     worst = Math.min(worst, online.joint - cloud);
     if (condition.label === 'clean') cleanIncrease = online.offload - fixed.offload;
@@ -147,7 +147,7 @@ async function main(): Promise<void> {
   const result = await episode(data, models);
   await models.close();
   printTable(
-    `drift: ${streamLength} inputs per condition (passes over the ${data.test.n} held-out digits), objective ${objectivePoints} point (static cut ${cut.toPrecision(3)} from clean validation)`,
+    `drift: ${streamLength} inputs per condition (passes over the ${data.test.n} held-out digits), objective ${objectivePoints} point (static Threshold ${threshold} from clean validation, as npm run calibrate picks it)`,
     [
       'condition',
       'edge',

@@ -422,6 +422,5 @@ export {
   scoreParts,
   poolRows,
   poolingFeatures,
-  poolingInputs,
 };
 export type { DriftReference, Pooling, OutlierScorer, ScoreParts };

@@ -370,5 +370,5 @@ function createQualityWindow(options: QualityWindowOptions): QualityWindow {
   };
 }
 
-export { createQualityWindow, summarize };
+export { createQualityWindow };
 export type { QualityWindow, QualityWindowOptions, QualityState, Bucket };
