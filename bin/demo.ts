@@ -1,10 +1,10 @@
 /**
- * `make demo` (after `npm run bundle`): runs shared/local/demo.ts on the embedded local stack and
+ * `make demo` (after `npm run bundle`): runs local/demo.ts on the embedded local stack and
  * prints what happens; `--verbose` also prints every process's and the Broker's lines. SIGINT,
  * SIGTERM or SIGHUP stops the demo and every process it started; a second one exits at once.
  */
 import { fileURLToPath } from 'node:url';
-import { runDemo } from '../shared/local/demo.js';
+import { runDemo } from '../local/demo.js';
 
 const root = new URL('../../', import.meta.url);
 const verbose = process.argv.includes('--verbose');

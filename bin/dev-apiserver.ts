@@ -6,12 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import {
-  Store,
-  createDevApiServer,
-  kubeconfig,
-  servedTypes,
-} from '../shared/local/apiserver/index.js';
+import { Store, createDevApiServer, kubeconfig, servedTypes } from '../local/apiserver/index.js';
 
 const { values } = parseArgs({
   options: {

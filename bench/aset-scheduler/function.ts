@@ -10,7 +10,7 @@ import { once } from 'node:events';
 import { Agent, request as httpRequest } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../../shared/local/index.js';
+import { freePort } from '../../local/index.js';
 
 const root = new URL('../../../', import.meta.url);
 const bundle = fileURLToPath(new URL('dist/bundle/serve.mjs', root));

@@ -43,7 +43,7 @@ import { streamRequest } from '../../shared/aset/stream-request.js';
 import type { StreamRequest } from '../../shared/aset/stream-request.js';
 import type { PolicyName } from '../../shared/aset/types.js';
 import { constantLambda, Workload } from '../../shared/aset/workload.js';
-import { startRedisServer } from '../../shared/local/index.js';
+import { startRedisServer } from '../../local/index.js';
 import { createRedis, waitReady } from '../../shared/redis/index.js';
 import type { RedisClient } from '../../shared/redis/index.js';
 import { finish, printTable } from '../support/report.js';

@@ -11,7 +11,7 @@ import type { ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../../shared/local/index.js';
+import { freePort } from '../../local/index.js';
 import { argmax } from '../../shared/inference/task.js';
 import { classes, pixels } from '../../shared/training/data.js';
 import type { Split } from '../../shared/training/data.js';

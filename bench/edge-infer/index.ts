@@ -15,7 +15,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import { inferenceNodeOptions } from '../../shared/inference/config.js';
-import { freePort } from '../../shared/local/index.js';
+import { freePort } from '../../local/index.js';
 import { loadMnist, pixels } from '../../shared/training/data.js';
 import { finish, median, printTable } from '../support/report.js';
 

@@ -23,7 +23,7 @@ import autocannon from 'autocannon';
 import { inferenceNodeOptions } from '../../shared/inference/config.js';
 import { openOnnxModel } from '../../shared/inference/index.js';
 import type { OnnxSession } from '../../shared/inference/index.js';
-import { freePort } from '../../shared/local/index.js';
+import { freePort } from '../../local/index.js';
 import { seededRandom } from '../../shared/training/random.js';
 import { finish, median, printTable } from '../support/report.js';
 import { snapshot, spent } from './cpu.js';

@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import autocannon from 'autocannon';
 // The baseline is ioredis itself, so this benchmark imports it beside the adapter.
 import { Redis } from 'ioredis';
-import { startRedisServer } from '../../shared/local/index.js';
+import { startRedisServer } from '../../local/index.js';
 import {
   createRedis,
   defineIdempotentScript,

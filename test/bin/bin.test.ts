@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { policyNames } from '../../shared/aset/types.js';
-import { freePort } from '../../shared/local/index.js';
+import { freePort } from '../../local/index.js';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -20,7 +20,7 @@ import {
   inferenceMetrics,
 } from '../../shared/inference/index.js';
 import type { CloudClient, InferencePool } from '../../shared/inference/index.js';
-import { freePort } from '../../shared/local/index.js';
+import { freePort } from '../../local/index.js';
 import { loadMnist, pixels } from '../../shared/training/data.js';
 import { capturedTelemetry, listen, postEvent } from '../support/http.js';
 import type { Listening } from '../support/http.js';

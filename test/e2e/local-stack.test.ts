@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runDemo } from '../../shared/local/demo.js';
+import { runDemo } from '../../local/demo.js';
 
 const run = promisify(execFile);
 const root = new URL('../../', import.meta.url);

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { createDevBroker, loadEventing } from '../../shared/local/broker/index.js';
+import { createDevBroker, loadEventing } from '../../local/broker/index.js';
 import { loadJoinerConfig, loadRouterConfig } from '../../shared/mlgraph/index.js';
 
 const text = readFileSync(

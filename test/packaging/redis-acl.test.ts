@@ -16,8 +16,8 @@ import {
   sharedAnswers,
   watchTask,
 } from '../../shared/inference/index.js';
-import { startRedisServer } from '../../shared/local/redis-server.js';
-import type { RedisServer } from '../../shared/local/redis-server.js';
+import { startRedisServer } from '../../local/redis-server.js';
+import type { RedisServer } from '../../local/redis-server.js';
 import { createRedis, waitReady } from '../../shared/redis/index.js';
 import type { RedisClient } from '../../shared/redis/index.js';
 import { createTaskStreams } from '../../shared/sync/index.js';

@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createKube, loadKubeConfig, meteredKube } from '../../shared/k8s/index.js';
 import type { Kube, KindName, Verb } from '../../shared/k8s/index.js';
-import { createDevApiServer, kubeconfig } from '../../shared/local/apiserver/index.js';
-import type { Store } from '../../shared/local/apiserver/index.js';
+import { createDevApiServer, kubeconfig } from '../../local/apiserver/index.js';
+import type { Store } from '../../local/apiserver/index.js';
 import { listen } from './http.js';
 
 export interface TestApiServer {

@@ -3,7 +3,7 @@
  * otherwise a private redis-server stopped at the end.
  */
 import type { TestProject } from 'vitest/node';
-import { startRedisServer } from '../../shared/local/index.js';
+import { startRedisServer } from '../../local/index.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -15,7 +15,7 @@ import type {
   WorkerSettings,
 } from '../../../shared/controller/index.js';
 import type { KubeObject } from '../../../shared/k8s/index.js';
-import { mergePatch } from '../../../shared/local/apiserver/index.js';
+import { mergePatch } from '../../../local/apiserver/index.js';
 
 const settings: WorkerSettings = {
   image: 'edgeai:test',

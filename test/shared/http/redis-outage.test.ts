@@ -14,8 +14,8 @@ import {
 } from '../../../shared/redis/index.js';
 import { capturedTelemetry, listen } from '../../support/http.js';
 import type { Listening } from '../../support/http.js';
-import { startRedisServer } from '../../../shared/local/index.js';
-import type { RedisServer } from '../../../shared/local/index.js';
+import { startRedisServer } from '../../../local/index.js';
+import type { RedisServer } from '../../../local/index.js';
 import { testRedis } from '../../support/redis.js';
 import type { TestRedis } from '../../support/redis.js';
 

@@ -12,8 +12,8 @@ import {
 } from '../../../shared/errors/index.js';
 import { createKube, loadKubeConfig } from '../../../shared/k8s/index.js';
 import type { Kube } from '../../../shared/k8s/index.js';
-import { freePort } from '../../../shared/local/index.js';
-import { createDevApiServer, kubeconfig } from '../../../shared/local/apiserver/index.js';
+import { freePort } from '../../../local/index.js';
+import { createDevApiServer, kubeconfig } from '../../../local/apiserver/index.js';
 import { listen } from '../../support/http.js';
 import type { Listening } from '../../support/http.js';
 

@@ -12,8 +12,8 @@ import {
   waitReady,
 } from '../../../shared/redis/index.js';
 import { loadConfig } from '../../../shared/config/index.js';
-import { freePort, startRedisServer } from '../../../shared/local/index.js';
-import type { RedisServer } from '../../../shared/local/index.js';
+import { freePort, startRedisServer } from '../../../local/index.js';
+import type { RedisServer } from '../../../local/index.js';
 import { testRedis } from '../../support/redis.js';
 import type { TestRedis } from '../../support/redis.js';
 

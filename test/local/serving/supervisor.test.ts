@@ -12,17 +12,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NotFoundError } from '../../../../shared/errors/index.js';
-import { createKubeWatch, loadKubeConfig } from '../../../../shared/k8s/index.js';
-import type { KubeObject, KubeWatch } from '../../../../shared/k8s/index.js';
-import { createServingSupervisor } from '../../../../shared/local/serving/index.js';
+import { NotFoundError } from '../../../shared/errors/index.js';
+import { createKubeWatch, loadKubeConfig } from '../../../shared/k8s/index.js';
+import type { KubeObject, KubeWatch } from '../../../shared/k8s/index.js';
+import { createServingSupervisor } from '../../../local/serving/index.js';
 import type {
   LogSource,
   ServingSupervisor,
   ServingSupervisorOptions,
-} from '../../../../shared/local/serving/index.js';
-import { startApiServer } from '../../../support/apiserver.js';
-import type { TestApiServer } from '../../../support/apiserver.js';
+} from '../../../local/serving/index.js';
+import { startApiServer } from '../../support/apiserver.js';
+import type { TestApiServer } from '../../support/apiserver.js';
 
 const container = `
 import { createServer } from 'node:http';

@@ -8,7 +8,7 @@
  * alive, and `stop` ends them.
  */
 import { randomUUID } from 'node:crypto';
-import { eventTypes } from '../../events/index.js';
+import { eventTypes } from '../../shared/events/index.js';
 import type { DevBroker, Resolver } from './broker.js';
 import type { BrokerEvent } from './codec.js';
 import { postEvent } from './delivery.js';

@@ -9,7 +9,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import type { KubeObject } from '../k8s/index.js';
+import type { KubeObject } from '../shared/k8s/index.js';
 import { detectCanvases } from './demo-detection.js';
 import type { DetectionFigures } from './demo-detection.js';
 import { readiness, ready, startLocalStack, waitFor } from './stack.js';

@@ -1,7 +1,7 @@
 /** Trigger filters on CloudEvent attributes and extensions. */
 import { describe, expect, it } from 'vitest';
-import { loadEventing, matchesFilter } from '../../../../shared/local/broker/index.js';
-import type { EventFilter } from '../../../../shared/local/broker/index.js';
+import { loadEventing, matchesFilter } from '../../../local/broker/index.js';
+import type { EventFilter } from '../../../local/broker/index.js';
 
 const event = {
   specversion: '1.0',

@@ -5,13 +5,9 @@
  */
 import { createServer } from 'node:http';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import {
-  createDevBroker,
-  formatRecord,
-  loadEventing,
-} from '../../../../shared/local/broker/index.js';
-import type { BrokerRecord, DevBroker } from '../../../../shared/local/broker/index.js';
-import { postEvent } from '../../../support/http.js';
+import { createDevBroker, formatRecord, loadEventing } from '../../../local/broker/index.js';
+import type { BrokerRecord, DevBroker } from '../../../local/broker/index.js';
+import { postEvent } from '../../support/http.js';
 import { repositoryEventing, servicesResolver, subscriber, until } from './harness.js';
 import type { Answer, Received, Subscriber } from './harness.js';
 

@@ -7,8 +7,8 @@ import { createServer, request } from 'node:http';
 import type { IncomingHttpHeaders, Server } from 'node:http';
 import { connect } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Route, reservePort } from '../../../../shared/local/serving/route.js';
-import type { RouteTarget } from '../../../../shared/local/serving/route.js';
+import { Route, reservePort } from '../../../local/serving/route.js';
+import type { RouteTarget } from '../../../local/serving/route.js';
 
 const closers: Array<() => Promise<void>> = [];
 

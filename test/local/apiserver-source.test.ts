@@ -4,19 +4,16 @@
  */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SinkEvent } from '../../../shared/events/index.js';
-import { createKubeWatch, loadKubeConfig } from '../../../shared/k8s/index.js';
-import {
-  parseApiServerSources,
-  startApiServerSources,
-} from '../../../shared/local/apiserver-source.js';
-import { startApiServer } from '../../support/apiserver.js';
-import type { TestApiServer } from '../../support/apiserver.js';
-import { helmetDetectionSample } from '../../support/samples.js';
-import { until } from '../../support/until.js';
+import type { SinkEvent } from '../../shared/events/index.js';
+import { createKubeWatch, loadKubeConfig } from '../../shared/k8s/index.js';
+import { parseApiServerSources, startApiServerSources } from '../../local/apiserver-source.js';
+import { startApiServer } from '../support/apiserver.js';
+import type { TestApiServer } from '../support/apiserver.js';
+import { helmetDetectionSample } from '../support/samples.js';
+import { until } from '../support/until.js';
 
 const yaml = readFileSync(
-  new URL('../../../knative/eventing/apiserversources.yaml', import.meta.url),
+  new URL('../../knative/eventing/apiserversources.yaml', import.meta.url),
   'utf8',
 );
 

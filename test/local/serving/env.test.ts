@@ -10,8 +10,8 @@ import {
   rewriteServiceUrls,
   secretData,
   serviceStatus,
-} from '../../../../shared/local/serving/index.js';
-import type { EnvSources, ServiceView } from '../../../../shared/local/serving/index.js';
+} from '../../../local/serving/index.js';
+import type { EnvSources, ServiceView } from '../../../local/serving/index.js';
 
 function sources(
   secrets: Record<string, Record<string, string>>,

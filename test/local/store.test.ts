@@ -6,8 +6,8 @@ import {
   mergePatch,
   parseSelector,
   servedTypes,
-} from '../../../shared/local/apiserver/index.js';
-import type { ResourceType } from '../../../shared/local/apiserver/index.js';
+} from '../../local/apiserver/index.js';
+import type { ResourceType } from '../../local/apiserver/index.js';
 
 const type = (plural: string): ResourceType => {
   const found = servedTypes.find((t) => t.plural === plural);

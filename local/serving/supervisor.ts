@@ -9,9 +9,15 @@
  * Services are followed through the shared/k8s informer. See docs/dev-serving.md.
  */
 import { hostname } from 'node:os';
-import { NotFoundError } from '../../errors/index.js';
-import { createKube, createKubeWatch, inform } from '../../k8s/index.js';
-import type { Informer, Kube, KubeObject, KubeWatch, WatchEventType } from '../../k8s/index.js';
+import { NotFoundError } from '../../shared/errors/index.js';
+import { createKube, createKubeWatch, inform } from '../../shared/k8s/index.js';
+import type {
+  Informer,
+  Kube,
+  KubeObject,
+  KubeWatch,
+  WatchEventType,
+} from '../../shared/k8s/index.js';
 import { freePort } from '../redis-server.js';
 import { resolveContainerEnv, secretData } from './env.js';
 import { Revision } from './revision.js';

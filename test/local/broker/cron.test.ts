@@ -1,6 +1,6 @@
 /** The PingSource schedule subset: parsing and the next firing time, in UTC. */
 import { describe, expect, it } from 'vitest';
-import { CronError, parseCron } from '../../../../shared/local/broker/index.js';
+import { CronError, parseCron } from '../../../local/broker/index.js';
 
 const at = (iso: string) => new Date(iso);
 const next = (expression: string, after: string) =>

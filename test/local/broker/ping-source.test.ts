@@ -4,12 +4,8 @@
  * itself, on fake timers.
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import {
-  createDevBroker,
-  loadEventing,
-  startPingSources,
-} from '../../../../shared/local/broker/index.js';
-import type { BrokerEvent, DevBroker, PingRecord } from '../../../../shared/local/broker/index.js';
+import { createDevBroker, loadEventing, startPingSources } from '../../../local/broker/index.js';
+import type { BrokerEvent, DevBroker, PingRecord } from '../../../local/broker/index.js';
 import { repositoryEventing, servicesResolver, subscriber, until } from './harness.js';
 import type { Subscriber } from './harness.js';
 

@@ -1,7 +1,7 @@
 /** Loading Brokers, Triggers and PingSources from YAML, and refusing what a cluster would. */
 import { describe, expect, it } from 'vitest';
-import { ValidationError } from '../../../../shared/errors/index.js';
-import { loadEventing, parseIsoDuration } from '../../../../shared/local/broker/index.js';
+import { ValidationError } from '../../../shared/errors/index.js';
+import { loadEventing, parseIsoDuration } from '../../../local/broker/index.js';
 import { repositoryEventing } from './harness.js';
 
 function trigger(spec: string): string {

@@ -27,7 +27,7 @@ import {
   PayloadTooLargeError,
   ValidationError,
   errorAnswer,
-} from '../../errors/index.js';
+} from '../../shared/errors/index.js';
 import { decodeHttpEvent, withAttribute } from './codec.js';
 import type { BrokerEvent } from './codec.js';
 import { backoffMs, isRetryableStatus, postEvent, sleep } from './delivery.js';

@@ -6,8 +6,8 @@
  */
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
-import { ValidationError } from '../../errors/index.js';
-import { parseInput } from '../../schema/index.js';
+import { ValidationError } from '../../shared/errors/index.js';
+import { parseInput } from '../../shared/schema/index.js';
 import { parseCron, CronError } from './cron.js';
 import type { CronSchedule } from './cron.js';
 import { parseIsoDuration } from './duration.js';

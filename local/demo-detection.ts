@@ -5,11 +5,11 @@
  * same canvases sent straight to the cloud worker give the cloud-only figure. mAP@0.5 of each is
  * computed against the ground truth.
  */
-import { encodeInferRequest, parseInferResponse } from '../inference/index.js';
-import type { Tensor } from '../inference/index.js';
-import { canvasPixels, canvasSize, loadDetectionSet } from '../training/detection-data.js';
-import { meanAveragePrecision } from '../training/detection-metrics.js';
-import type { ScoredBox } from '../training/detection-metrics.js';
+import { encodeInferRequest, parseInferResponse } from '../shared/inference/index.js';
+import type { Tensor } from '../shared/inference/index.js';
+import { canvasPixels, canvasSize, loadDetectionSet } from '../shared/training/detection-data.js';
+import { meanAveragePrecision } from '../shared/training/detection-metrics.js';
+import type { ScoredBox } from '../shared/training/detection-metrics.js';
 
 interface TierFigures {
   images: number;

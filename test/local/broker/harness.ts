@@ -2,8 +2,8 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { KReference } from '../../../../shared/local/broker/index.js';
-import { listen } from '../../../support/http.js';
+import type { KReference } from '../../../local/broker/index.js';
+import { listen } from '../../support/http.js';
 
 export interface Received {
   headers: IncomingHttpHeaders;
@@ -49,7 +49,7 @@ export async function subscriber(
 
 /** The contents of every knative/eventing/*.yaml file. */
 export function repositoryEventing(): string[] {
-  const dir = new URL('../../../../knative/eventing/', import.meta.url);
+  const dir = new URL('../../../knative/eventing/', import.meta.url);
   return readdirSync(dir)
     .filter((name) => name.endsWith('.yaml'))
     .sort()

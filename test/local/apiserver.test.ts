@@ -12,9 +12,9 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDevApiServer, kubeconfig } from '../../../shared/local/apiserver/index.js';
-import { listen } from '../../support/http.js';
-import type { Listening } from '../../support/http.js';
+import { createDevApiServer, kubeconfig } from '../../local/apiserver/index.js';
+import { listen } from '../support/http.js';
+import type { Listening } from '../support/http.js';
 
 const group = 'edgeai.io';
 const version = 'v1alpha1';

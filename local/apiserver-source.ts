@@ -12,9 +12,9 @@
 import { randomUUID } from 'node:crypto';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
-import { createEventSink, eventTypes } from '../events/index.js';
-import type { Sink } from '../events/index.js';
-import { apiVersion, inform, kinds } from '../k8s/index.js';
+import { createEventSink, eventTypes } from '../shared/events/index.js';
+import type { Sink } from '../shared/events/index.js';
+import { apiVersion, inform, kinds } from '../shared/k8s/index.js';
 import type {
   Informer,
   KindName,
@@ -22,7 +22,7 @@ import type {
   KubeObject,
   KubeWatch,
   WatchEventType,
-} from '../k8s/index.js';
+} from '../shared/k8s/index.js';
 
 const sourceDocument = z.object({
   kind: z.literal('ApiServerSource'),

@@ -6,8 +6,8 @@
  * cannot forward an event: it makes a new id and time).
  */
 import type { IncomingHttpHeaders } from 'node:http';
-import { decodeEvent, headerValue, parseMediaType } from '../../events/index.js';
-import type { IncomingEvent } from '../../events/index.js';
+import { decodeEvent, headerValue, parseMediaType } from '../../shared/events/index.js';
+import type { IncomingEvent } from '../../shared/events/index.js';
 
 /** An event in the broker. */
 interface BrokerEvent {
