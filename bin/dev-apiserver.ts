@@ -1,18 +1,27 @@
 /**
- * `npm run dev:apiserver -- --port <n> --kubeconfig <file> [--snapshot <file>]`: serves the
- * development API server on 127.0.0.1 and writes a kubeconfig (mode 0600, a fresh token) that
- * client-node and kubectl accept. With --snapshot, state is loaded from and saved to that file.
+ * `npm run dev:apiserver -- --port <n> --kubeconfig <file> [--snapshot <file>] [--insecure-http]`:
+ * serves the development API server on 127.0.0.1 over HTTPS (a CA and certificate made at start)
+ * and writes a kubeconfig (mode 0600, the CA, a fresh token) that client-node and kubectl accept.
+ * With --snapshot, state is loaded from and saved to that file. --insecure-http serves plain
+ * HTTP, which kubectl cannot use (it sends no token over plain HTTP).
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { Store, createDevApiServer, kubeconfig, servedTypes } from '../local/apiserver/index.js';
+import {
+  Store,
+  createDevApiServer,
+  kubeconfig,
+  listenDevApiServer,
+  servedTypes,
+} from '../local/apiserver/index.js';
 
 const { values } = parseArgs({
   options: {
     port: { type: 'string', default: '0' },
     kubeconfig: { type: 'string' },
     snapshot: { type: 'string' },
+    'insecure-http': { type: 'boolean', default: false },
   },
 });
 const port = Number(values.port);
@@ -31,14 +40,19 @@ if (snapshot !== undefined && existsSync(snapshot)) {
   store.load(JSON.parse(readFileSync(snapshot, 'utf8')) as ReturnType<Store['dump']>, servedTypes);
 }
 const token = randomBytes(24).toString('base64url');
-const { server } = createDevApiServer({ token, store });
-server.listen(port, '127.0.0.1', () => {
-  const address = server.address();
-  if (address === null || typeof address === 'string') throw new Error('no address');
-  const url = `http://127.0.0.1:${address.port}`;
-  writeFileSync(values.kubeconfig!, kubeconfig({ server: url, token }), { mode: 0o600 });
-  process.stdout.write(`dev API server on ${url}; kubeconfig ${values.kubeconfig}\n`);
+const dev = createDevApiServer({ token, store, insecureHttp: values['insecure-http'] });
+const listening = await listenDevApiServer(dev, port).catch((err: NodeJS.ErrnoException) => {
+  process.stderr.write(
+    err.code === 'EADDRINUSE'
+      ? `port ${port} on 127.0.0.1 is in use: pick another with --port, or 0 for any free one\n`
+      : `cannot listen on 127.0.0.1:${port}: ${err.message}\n`,
+  );
+  process.exit(1);
 });
+writeFileSync(values.kubeconfig, kubeconfig({ server: listening.url, token, ca: dev.ca }), {
+  mode: 0o600,
+});
+process.stdout.write(`dev API server on ${listening.url}; kubeconfig ${values.kubeconfig}\n`);
 
 const save = () => {
   if (snapshot !== undefined)
@@ -48,7 +62,6 @@ if (snapshot !== undefined) setInterval(save, 2000).unref();
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {
     save();
-    server.close();
-    server.closeAllConnections();
+    void listening.close();
   });
 }

@@ -12,13 +12,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
+import { ConflictError } from '../shared/errors/index.js';
 import { createKube, createKubeWatch, loadKubeConfig } from '../shared/k8s/index.js';
-import type { Kube, KubeObject } from '../shared/k8s/index.js';
-import { createDevApiServer, kubeconfig } from './apiserver/index.js';
+import type { Kube, KindName, KubeObject } from '../shared/k8s/index.js';
+import { createDevApiServer, kubeconfig, listenDevApiServer } from './apiserver/index.js';
+import type { Store } from './apiserver/index.js';
 import { parseApiServerSources, startApiServerSources } from './apiserver-source.js';
 import { createDevBroker, formatRecord, loadEventing, startPingSources } from './broker/index.js';
 import type { BrokerRecord } from './broker/index.js';
-import { startRedisServer } from './redis-server.js';
+import { checkRedisReachable, startRedisServer } from './redis-server.js';
 import { createServingSupervisor } from './serving/index.js';
 import type { LogSource, ServingSupervisor } from './serving/index.js';
 
@@ -26,7 +28,13 @@ interface LocalStack {
   readonly kube: Kube;
   readonly apiUrl: string;
   readonly kubeconfigFile: string;
+  /** The API server's state (to snapshot). */
+  readonly store: Store;
+  /** The Broker the control plane's events go through (edgeai-system/default). */
+  readonly brokerUrl: string;
   readonly redisUrl: string;
+  /** The private redis-server's process, when the stack started one. */
+  readonly redisPid: number | undefined;
   readonly serving: ServingSupervisor;
   /** The stable URL of a Knative Service (its route), once a revision is ready. */
   urlOf(namespace: string, name: string): string | undefined;
@@ -38,7 +46,19 @@ interface LocalStackOptions {
   root: URL;
   /** The image's entry point, built by `npm run bundle`. */
   bundle: string;
+  /** An existing Redis (checked at start); else the stack runs a private redis-server. */
   redisUrl?: string;
+  /** Ports for the API server and the Broker (0 or none: any free port). */
+  apiPort?: number;
+  brokerPort?: number;
+  /** The API server's state to start from (a snapshot); a fresh one by default. */
+  store?: Store;
+  /**
+   * Where the kubeconfig is written (a temporary directory, removed at close, by default). With
+   * keepState, the private redis-server keeps its data under `<stateDir>/redis` across restarts.
+   */
+  stateDir?: string;
+  keepState?: boolean;
   /** Fire every PingSource this often instead of on its minute schedule. */
   tickEveryMs?: number;
   /** Environment for every process (over the manifests'), e.g. REPORT_INTERVAL_MS. */
@@ -139,74 +159,218 @@ function controlPlane(root: URL): KubeObject[] {
   return services;
 }
 
-async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
-  const say = options.say ?? (() => {});
+/** Creates `body`, or merges it into the object of that name when one exists (a snapshot's). */
+async function apply(
+  kube: Kube,
+  kind: KindName,
+  ns: string | undefined,
+  body: KubeObject,
+): Promise<KubeObject> {
+  try {
+    return await kube.create(kind, ns, body);
+  } catch (err) {
+    if (!(err instanceof ConflictError)) throw err;
+    const { metadata, apiVersion: _a, kind: _k, status: _s, ...rest } = body;
+    const ref = { kind, name: metadata.name ?? '', ...(ns === undefined ? {} : { namespace: ns }) };
+    return kube.patch(ref, {
+      metadata: { labels: metadata.labels ?? null, annotations: metadata.annotations ?? null },
+      ...rest,
+    });
+  }
+}
+
+/** A port taken (or refused) as a sentence a person can act on. */
+function portError(what: string, port: number, err: unknown): Error {
+  const code = (err as NodeJS.ErrnoException).code;
+  if (code === 'EADDRINUSE')
+    return new Error(
+      `${what} cannot listen on 127.0.0.1:${port}: the port is in use (pick another, or 0 for any free port)`,
+    );
+  return new Error(
+    `${what} cannot listen on 127.0.0.1:${port}: ${err instanceof Error ? err.message : String(err)}`,
+  );
+}
+
+/** Every manifest the stack applies parses, or the error names the file and line. */
+function checkManifests(root: URL): void {
+  for (const dir of ['knative/services/', 'knative/eventing/']) {
+    const url = new URL(dir, root);
+    for (const file of readdirSync(url).filter((f) => f.endsWith('.yaml'))) {
+      for (const doc of parseAllDocuments(readFileSync(new URL(file, url), 'utf8'))) {
+        const error = doc.errors[0];
+        if (error !== undefined) {
+          const at = error.linePos?.[0];
+          throw new Error(
+            `${dir}${file}${at === undefined ? '' : `:${at.line}:${at.col}`} does not parse: ${error.message.split('\n')[0]}`,
+          );
+        }
+      }
+    }
+  }
+}
+
+/** Each piece's close, run once in the reverse order of starting (consumers before sources). */
+function closerList(onError: ((err: unknown) => void) | undefined) {
   const closers: Array<() => Promise<void> | void> = [];
   let closing: Promise<void> | undefined;
-  // Once, in the reverse order of starting: consumers stop before what they depend on.
   const close = () =>
     (closing ??= (async () => {
       for (const closer of [...closers].reverse()) {
         try {
           await closer();
         } catch (err) {
-          options.onError?.(err);
+          onError?.(err);
         }
       }
     })());
-  try {
-    let redisUrl = options.redisUrl;
-    if (redisUrl === undefined) {
-      const redis = await startRedisServer();
-      closers.push(() => redis.stop());
-      redisUrl = redis.url;
-    }
-    say(`redis          ${redisUrl}`);
+  return { push: (closer: () => Promise<void> | void) => closers.push(closer), close };
+}
 
-    const token = randomUUID();
-    const api = createDevApiServer({ token });
-    const apiUrl = await new Promise<string>((resolve, reject) => {
-      api.server.once('error', reject);
-      api.server.listen(0, '127.0.0.1', () => {
-        const address = api.server.address();
-        if (address === null || typeof address === 'string') reject(new Error('no address'));
-        else resolve(`http://127.0.0.1:${address.port}`);
-      });
-    });
-    closers.push(
-      () =>
-        new Promise<void>((resolve) => {
-          api.server.closeAllConnections();
-          api.server.close(() => resolve());
+type Closers = ReturnType<typeof closerList>;
+
+/** REDIS_URL checked at once (a person waits for nothing), else a private redis-server. */
+async function startRedis(options: LocalStackOptions, closers: Closers) {
+  if (options.redisUrl !== undefined) {
+    await checkRedisReachable(options.redisUrl);
+    return { url: options.redisUrl, pid: undefined };
+  }
+  const redis = await startRedisServer(
+    options.stateDir === undefined || !options.keepState
+      ? {}
+      : { dataDir: join(options.stateDir, 'redis') },
+  );
+  closers.push(() => redis.stop());
+  return { url: redis.url, pid: redis.pid };
+}
+
+/** The development API server, its kubeconfig (in the state directory) and a client of it. */
+async function startApi(options: LocalStackOptions, stateDir: string, closers: Closers) {
+  const token = randomUUID();
+  const api = createDevApiServer({
+    token,
+    ...(options.store === undefined ? {} : { store: options.store }),
+  });
+  const listening = await listenDevApiServer(api, options.apiPort ?? 0).catch((err: unknown) => {
+    throw portError('the development API server', options.apiPort ?? 0, err);
+  });
+  closers.push(() => listening.close());
+  const kubeconfigFile = join(stateDir, 'kubeconfig');
+  writeFileSync(kubeconfigFile, kubeconfig({ server: listening.url, token, ca: api.ca }), {
+    mode: 0o600,
+  });
+  const kubeConfig = loadKubeConfig({ KUBECONFIG: kubeconfigFile });
+  return {
+    url: listening.url,
+    kubeconfigFile,
+    kubeConfig,
+    kube: createKube(kubeConfig),
+    store: api.store,
+  };
+}
+
+/** The development Broker with the repository's Triggers, PingSources and ApiServerSources. */
+async function startEventing(
+  options: LocalStackOptions,
+  api: Awaited<ReturnType<typeof startApi>>,
+  serving: ServingSupervisor,
+  closers: Closers,
+) {
+  const eventing = yamlFiles(new URL('knative/eventing/', options.root));
+  const manifests = loadEventing(eventing);
+  const broker = createDevBroker({
+    manifests,
+    resolve: (ref) =>
+      ref.kind === 'Service' && ref.apiVersion.startsWith('serving.knative.dev/')
+        ? serving.urlOf(ref.namespace, ref.name)
+        : undefined,
+    maxBackoffMs: 2_000,
+    ...(options.onBrokerEvent === undefined
+      ? {}
+      : {
+          onEvent: (record: BrokerRecord) => options.onBrokerEvent?.(record, formatRecord(record)),
         }),
+  });
+  const brokerUrl = await broker.listen(options.brokerPort ?? 0).catch((err: unknown) => {
+    throw portError('the Broker', options.brokerPort ?? 0, err);
+  });
+  closers.push(() => broker.close());
+  const pings = startPingSources({
+    sources: manifests.pingSources,
+    broker,
+    ...(options.tickEveryMs === undefined ? {} : { everyMs: options.tickEveryMs }),
+  });
+  closers.push(() => pings.stop());
+  const sources = await startApiServerSources({
+    sources: parseApiServerSources(eventing),
+    kube: api.kube,
+    watch: createKubeWatch(api.kubeConfig),
+    serverUrl: api.url,
+    brokerUrl: (ns, name) => `${brokerUrl}/${ns}/${name}`,
+    ...(options.onError === undefined ? {} : { onError: options.onError }),
+  });
+  closers.push(() => sources.stop());
+  return `${brokerUrl}/${namespace}/default`;
+}
+
+/** The control plane's Services, applied (created, or updated when a snapshot has them). */
+async function applyControlPlane(
+  options: LocalStackOptions,
+  kube: Kube,
+  serving: ServingSupervisor,
+): Promise<void> {
+  const say = options.say ?? (() => {});
+  const services = controlPlane(options.root);
+  for (const service of services) await apply(kube, 'knativeService', namespace, service);
+  for (const service of services) {
+    const ref = { kind: 'knativeService' as const, namespace, name: service.metadata.name ?? '' };
+    await waitFor(
+      `Knative Service ${namespace}/${ref.name} to be ready`,
+      async () => (ready(await kube.get(ref)) ? true : undefined),
+      {
+        why: async () => readiness(await kube.get(ref)),
+        ...(options.signal === undefined ? {} : { signal: options.signal }),
+      },
     );
-    const dir = mkdtempSync(join(tmpdir(), 'edgeai-local-'));
-    closers.push(() => rmSync(dir, { recursive: true, force: true }));
-    const kubeconfigFile = join(dir, 'kubeconfig');
-    writeFileSync(kubeconfigFile, kubeconfig({ server: apiUrl, token }), { mode: 0o600 });
-    const kubeConfig = loadKubeConfig({ KUBECONFIG: kubeconfigFile });
-    const kube = createKube(kubeConfig);
-    say(`api server     ${apiUrl} (KUBECONFIG=${kubeconfigFile})`);
+    say(`function       ${ref.name.padEnd(16)} ${serving.urlOf(namespace, ref.name) ?? ''}`);
+  }
+}
+
+async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> {
+  const say = options.say ?? (() => {});
+  const closers = closerList(options.onError);
+  try {
+    checkManifests(options.root);
+    const redis = await startRedis(options, closers);
+    say(`redis          ${redis.url}`);
+
+    let stateDir = options.stateDir;
+    if (stateDir === undefined) {
+      const dir = mkdtempSync(join(tmpdir(), 'edgeai-local-'));
+      closers.push(() => rmSync(dir, { recursive: true, force: true }));
+      stateDir = dir;
+    }
+    const api = await startApi(options, stateDir, closers);
+    say(`api server     ${api.url} (KUBECONFIG=${api.kubeconfigFile})`);
 
     // The local Redis has no password: the Secret the manifests read holds an empty one.
-    await kube.create('secret', namespace, {
+    await apply(api.kube, 'secret', namespace, {
       metadata: { name: 'edgeai-redis-auth', namespace },
       stringData: { password: '' },
     });
 
     const root = fileURLToPath(options.root);
     const serving = createServingSupervisor({
-      kubeConfig,
-      kube,
+      kubeConfig: api.kubeConfig,
+      kube: api.kube,
       bundle: options.bundle,
       cwd: root,
       env: {
-        KUBECONFIG: kubeconfigFile,
+        KUBECONFIG: api.kubeconfigFile,
         MODEL_ROOT: join(root, 'models'),
         LOG_LEVEL: 'warn',
         ...options.env,
       },
-      configMaps: { 'edgeai-redis': { url: redisUrl } },
+      configMaps: { 'edgeai-redis': { url: redis.url } },
       ...(options.onLog === undefined ? {} : { onLog: options.onLog }),
       ...(options.onError === undefined ? {} : { onError: options.onError }),
       restartBackoff: { initialMs: 500, maxMs: 5_000 },
@@ -215,72 +379,26 @@ async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> 
     await serving.start();
     closers.push(() => serving.close());
 
-    const eventing = yamlFiles(new URL('knative/eventing/', options.root));
-    const manifests = loadEventing(eventing);
-    const broker = createDevBroker({
-      manifests,
-      resolve: (ref) =>
-        ref.kind === 'Service' && ref.apiVersion.startsWith('serving.knative.dev/')
-          ? serving.urlOf(ref.namespace, ref.name)
-          : undefined,
-      maxBackoffMs: 2_000,
-      ...(options.onBrokerEvent === undefined
-        ? {}
-        : {
-            onEvent: (record: BrokerRecord) =>
-              options.onBrokerEvent?.(record, formatRecord(record)),
-          }),
-    });
-    const brokerUrl = await broker.listen();
-    closers.push(() => broker.close());
-    say(`broker         ${brokerUrl}/${namespace}/default`);
-
-    const pings = startPingSources({
-      sources: manifests.pingSources,
-      broker,
-      ...(options.tickEveryMs === undefined ? {} : { everyMs: options.tickEveryMs }),
-    });
-    closers.push(() => pings.stop());
-
-    const sources = await startApiServerSources({
-      sources: parseApiServerSources(eventing),
-      kube,
-      watch: createKubeWatch(kubeConfig),
-      serverUrl: apiUrl,
-      brokerUrl: (ns, name) => `${brokerUrl}/${ns}/${name}`,
-      ...(options.onError === undefined ? {} : { onError: options.onError }),
-    });
-    closers.push(() => sources.stop());
-
-    const services = controlPlane(options.root);
-    for (const service of services) await kube.create('knativeService', namespace, service);
-    const names = services.map((s) => s.metadata.name ?? '');
-    for (const name of names) {
-      const ref = { kind: 'knativeService' as const, namespace, name };
-      await waitFor(
-        `Knative Service ${namespace}/${name} to be ready`,
-        async () => (ready(await kube.get(ref)) ? true : undefined),
-        {
-          why: async () => readiness(await kube.get(ref)),
-          ...(options.signal === undefined ? {} : { signal: options.signal }),
-        },
-      );
-      say(`function       ${name.padEnd(16)} ${serving.urlOf(namespace, name) ?? ''}`);
-    }
+    const brokerUrl = await startEventing(options, api, serving, closers);
+    say(`broker         ${brokerUrl}`);
+    await applyControlPlane(options, api.kube, serving);
     return {
-      kube,
-      apiUrl,
-      kubeconfigFile,
-      redisUrl,
+      kube: api.kube,
+      apiUrl: api.url,
+      kubeconfigFile: api.kubeconfigFile,
+      store: api.store,
+      brokerUrl,
+      redisUrl: redis.url,
+      redisPid: redis.pid,
       serving,
       urlOf: (ns, name) => serving.urlOf(ns, name),
-      close,
+      close: closers.close,
     };
   } catch (err) {
-    await close();
+    await closers.close();
     throw err;
   }
 }
 
-export { startLocalStack, waitFor, ready, readiness };
+export { apply, startLocalStack, waitFor, ready, readiness };
 export type { LocalStack, LocalStackOptions };

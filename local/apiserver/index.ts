@@ -1,8 +1,9 @@
 /** The development API server (tests and the local stack): see docs/dev-apiserver.md. */
-export { createDevApiServer } from './server.js';
+export { createDevApiServer, listenDevApiServer } from './server.js';
 export { Store, mergePatch } from './store.js';
 export { parseSelector, matches } from './selector.js';
 export { kubeconfig } from './kubeconfig.js';
 export { servedTypes } from './types.js';
-export type { DevApiServer } from './server.js';
+export type { PrinterColumn, ServedType } from './types.js';
+export type { DevApiServer, DevApiServerOptions } from './server.js';
 export type { KubeObject, ResourceType } from './store.js';

@@ -6,11 +6,15 @@
  * the /status subresource, discovery for kubectl. Every request needs the bearer token.
  */
 import { timingSafeEqual } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { createServer as createHttpServer } from 'node:http';
+import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import type { Server as HttpsServer } from 'node:https';
 import { matches, parseSelector } from './selector.js';
 import { ApiError, Store, apiVersionOf } from './store.js';
 import type { KubeObject, ResourceType, WatchEvent } from './store.js';
+import { openApiDocument } from './openapi.js';
+import { servingCertificates } from './tls.js';
 import { servedTypes } from './types.js';
 
 const bodyLimit = 3 * 1024 * 1024;
@@ -119,13 +123,11 @@ function discovery(parts: readonly string[]): unknown {
       .flatMap((t) => [
         {
           name: t.plural,
-          singularName: t.kind.toLowerCase(),
+          singularName: t.singular,
           namespaced: t.namespaced,
           kind: t.kind,
           verbs: ['create', 'delete', 'get', 'list', 'patch', 'update', 'watch'],
-          ...(t.plural === 'jointinferenceservices'
-            ? { shortNames: ['jis', 'jointinferenceservice'] }
-            : {}),
+          ...(t.shortNames.length > 0 ? { shortNames: t.shortNames } : {}),
         },
         ...(t.status
           ? [
@@ -165,14 +167,27 @@ function discovery(parts: readonly string[]): unknown {
 }
 
 interface DevApiServer {
-  server: Server;
+  server: HttpServer | HttpsServer;
   store: Store;
+  /** `https` unless built with `insecureHttp`. */
+  scheme: 'https' | 'http';
+  /** PEM: the CA that signed the serving certificate (for the kubeconfig); none over HTTP. */
+  ca: string | undefined;
 }
 
-/**
- * Builds the server (not listening). `token` is the bearer token every request must carry.
- */
-function createDevApiServer(options: { token: string; store?: Store }): DevApiServer {
+interface DevApiServerOptions {
+  /** The bearer token every request must carry. */
+  token: string;
+  store?: Store;
+  /**
+   * Plain HTTP, for a test that needs to see the bytes. kubectl never sends a token over plain
+   * HTTP, so this server is then for client-node only.
+   */
+  insecureHttp?: boolean;
+}
+
+/** Builds the server (not listening): HTTPS with a certificate made now, unless insecureHttp. */
+function createDevApiServer(options: DevApiServerOptions): DevApiServer {
   const store = options.store ?? new Store();
   const expected = Buffer.from(`Bearer ${options.token}`);
 
@@ -238,7 +253,12 @@ function createDevApiServer(options: { token: string; store?: Store }): DevApiSe
     const method = req.method ?? 'GET';
     const target = resolve(parts);
     if (target === undefined) {
-      const found = method === 'GET' ? discovery(parts) : undefined;
+      const found =
+        method !== 'GET'
+          ? undefined
+          : parts[0] === 'openapi'
+            ? openApiDocument(url.pathname, servedTypes)
+            : discovery(parts);
       if (found !== undefined) return send(res, 200, found);
       return send(
         res,
@@ -294,7 +314,7 @@ function createDevApiServer(options: { token: string; store?: Store }): DevApiSe
     );
   }
 
-  const server = createServer((req, res) => {
+  const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res).catch((err: unknown) => {
       if (res.headersSent) return res.destroy();
       if (err instanceof ApiError)
@@ -308,9 +328,38 @@ function createDevApiServer(options: { token: string; store?: Store }): DevApiSe
       }
       send(res, 500, status(500, 'InternalError', 'internal error'));
     });
-  });
-  return { server, store };
+  };
+  if (options.insecureHttp === true) {
+    return { server: createHttpServer(onRequest), store, scheme: 'http', ca: undefined };
+  }
+  const { ca, cert, key } = servingCertificates();
+  return { server: createHttpsServer({ cert, key }, onRequest), store, scheme: 'https', ca };
 }
 
-export { createDevApiServer };
-export type { DevApiServer };
+/** Listens on `host:port` (0: any free port); the URL clients use and a close that ends watches. */
+function listenDevApiServer(
+  dev: DevApiServer,
+  port = 0,
+  host = '127.0.0.1',
+): Promise<{ url: string; close(): Promise<void> }> {
+  const { server } = dev;
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      const address = server.address();
+      if (address === null || typeof address === 'string') return reject(new Error('no address'));
+      resolve({
+        url: `${dev.scheme}://${host}:${address.port}`,
+        close: () =>
+          new Promise<void>((done) => {
+            server.closeAllConnections();
+            server.close(() => done());
+          }),
+      });
+    });
+  });
+}
+
+export { createDevApiServer, listenDevApiServer };
+export type { DevApiServer, DevApiServerOptions };

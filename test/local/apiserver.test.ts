@@ -12,9 +12,8 @@ import {
   setHeaderOptions,
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDevApiServer, kubeconfig } from '../../local/apiserver/index.js';
-import { listen } from '../support/http.js';
-import type { Listening } from '../support/http.js';
+import { createDevApiServer, kubeconfig, listenDevApiServer } from '../../local/apiserver/index.js';
+import { httpsGet } from '../support/apiserver.js';
 
 const group = 'edgeai.io';
 const version = 'v1alpha1';
@@ -53,16 +52,18 @@ async function failure(
 }
 
 describe('development API server via client-node', () => {
-  let server: Listening;
+  let server: { url: string; close(): Promise<void> };
+  let ca: string;
   let api: CustomObjectsApi;
   let core: CoreV1Api;
   let config: KubeConfig;
 
   beforeAll(async () => {
     const dev = createDevApiServer({ token: 'test-token' });
-    server = await listen(dev.server);
+    server = await listenDevApiServer(dev);
+    ca = dev.ca!;
     config = new KubeConfig();
-    config.loadFromString(kubeconfig({ server: server.url, token: 'test-token' }));
+    config.loadFromString(kubeconfig({ server: server.url, token: 'test-token', ca }));
     api = config.makeApiClient(CustomObjectsApi);
     core = config.makeApiClient(CoreV1Api);
   });
@@ -321,9 +322,13 @@ describe('development API server via client-node', () => {
     expect(deleted[1]!.metadata.resourceVersion).toBe(current.metadata.resourceVersion);
   });
 
-  it('refuses requests without the token', async () => {
-    const res = await fetch(`${server.url}/api/v1/nodes`);
+  it('refuses requests without the token, and a token sent to the wrong CA never leaves', async () => {
+    const res = await httpsGet(`${server.url}/api/v1/nodes`, ca);
     expect(res.status).toBe(401);
-    expect(await res.json()).toMatchObject({ kind: 'Status', reason: 'Unauthorized' });
+    expect(JSON.parse(res.body)).toMatchObject({ kind: 'Status', reason: 'Unauthorized' });
+    // Not trusting the server's CA (anyone's own certificate on that port): the TLS handshake fails.
+    await expect(httpsGet(`${server.url}/api/v1/nodes`, undefined)).rejects.toThrow(
+      /self|certificate/i,
+    );
   });
 });

@@ -2,12 +2,12 @@
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { request } from 'node:https';
 import { join } from 'node:path';
 import { createKube, loadKubeConfig, meteredKube } from '../../shared/k8s/index.js';
 import type { Kube, KindName, Verb } from '../../shared/k8s/index.js';
-import { createDevApiServer, kubeconfig } from '../../local/apiserver/index.js';
+import { createDevApiServer, kubeconfig, listenDevApiServer } from '../../local/apiserver/index.js';
 import type { Store } from '../../local/apiserver/index.js';
-import { listen } from './http.js';
 
 export interface TestApiServer {
   url: string;
@@ -15,6 +15,8 @@ export interface TestApiServer {
   /** A client-node Kube whose calls are counted in `calls` ("verb kind" -> count). */
   kube: Kube;
   kubeconfigFile: string;
+  /** PEM of the server's CA (clients other than client-node trust it explicitly). */
+  ca: string;
   calls: Map<string, number>;
   /** Writes (create, patch, patchStatus, delete) counted since the last reset. */
   writes(): number;
@@ -25,9 +27,9 @@ export interface TestApiServer {
 export async function startApiServer(): Promise<TestApiServer> {
   const token = randomUUID();
   const dev = createDevApiServer({ token });
-  const listening = await listen(dev.server);
+  const listening = await listenDevApiServer(dev);
   const file = join(mkdtempSync(join(tmpdir(), 'edgeai-api-')), 'kubeconfig');
-  writeFileSync(file, kubeconfig({ server: listening.url, token }));
+  writeFileSync(file, kubeconfig({ server: listening.url, token, ca: dev.ca }));
   const calls = new Map<string, number>();
   const kube = meteredKube(createKube(loadKubeConfig({ KUBECONFIG: file })), (verb, kind) => {
     const key = `${verb} ${kind}`;
@@ -39,6 +41,7 @@ export async function startApiServer(): Promise<TestApiServer> {
     store: dev.store,
     kube,
     kubeconfigFile: file,
+    ca: dev.ca!,
     calls,
     writes: () =>
       [...calls].reduce(
@@ -51,3 +54,27 @@ export async function startApiServer(): Promise<TestApiServer> {
 }
 
 export type { KindName };
+
+/** A GET over HTTPS trusting `ca` (none: the system's CAs), for requests client-node cannot make. */
+export function httpsGet(
+  url: string,
+  ca: string | undefined,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { ca, headers }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+        }),
+      );
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}

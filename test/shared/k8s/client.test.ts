@@ -13,24 +13,30 @@ import {
 import { createKube, loadKubeConfig } from '../../../shared/k8s/index.js';
 import type { Kube } from '../../../shared/k8s/index.js';
 import { freePort } from '../../../local/index.js';
-import { createDevApiServer, kubeconfig } from '../../../local/apiserver/index.js';
-import { listen } from '../../support/http.js';
-import type { Listening } from '../../support/http.js';
+import {
+  createDevApiServer,
+  kubeconfig,
+  listenDevApiServer,
+} from '../../../local/apiserver/index.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'edgeai-kube-'));
 
+let ca: string | undefined;
+
 function kubeFor(server: string): Kube {
   const file = join(dir, `config-${Math.random()}`);
-  writeFileSync(file, kubeconfig({ server, token: 't0ken' }));
+  writeFileSync(file, kubeconfig({ server, token: 't0ken', ca }));
   return createKube(loadKubeConfig({ KUBECONFIG: file }));
 }
 
 describe('shared/k8s adapter', () => {
-  let server: Listening;
+  let server: { url: string; close(): Promise<void> };
   let kube: Kube;
 
   beforeAll(async () => {
-    server = await listen(createDevApiServer({ token: 't0ken' }).server);
+    const dev = createDevApiServer({ token: 't0ken' });
+    ca = dev.ca;
+    server = await listenDevApiServer(dev);
     kube = kubeFor(server.url);
   });
   afterAll(() => server.close());
