@@ -1,12 +1,16 @@
 # The README's two commands live here. `make test` works on a fresh clone with only Node, npm
 # and (or the rights to install) redis-server.
-.PHONY: test demo deps redis-server typecheck lint unit bench build
+.PHONY: test demo local deps redis-server kubectl typecheck lint unit bench build
 
-test: deps redis-server typecheck lint unit
+test: deps redis-server kubectl typecheck lint unit
 
 # The seed's JointInferenceService on the embedded local stack (no cluster): see README.
 demo: deps redis-server
 	npm run -s demo
+
+# The embedded stack kept running until Ctrl-C (README: "A stack that stays up").
+local: deps redis-server
+	npm run -s local
 
 # npm ci when node_modules is missing or older than the lockfile.
 deps: node_modules/.installed
@@ -16,6 +20,10 @@ node_modules/.installed: package-lock.json
 
 redis-server:
 	@sh scripts/ensure-redis-server.sh
+
+# Not required: without it the kubectl tests skip (the script says so).
+kubectl:
+	@sh scripts/ensure-kubectl.sh
 
 typecheck: deps
 	npx tsc --noEmit

@@ -7,12 +7,10 @@
  * back into the resource's status, a deleted worker comes back (self-healing), a spec update
  * rolls out, the aset-scheduler binds a stream, and deleting the resource removes its workers.
  */
-import { readFileSync } from 'node:fs';
-import { parse } from 'yaml';
 import type { KubeObject } from '../shared/k8s/index.js';
 import { detectCanvases } from './demo-detection.js';
 import type { DetectionFigures } from './demo-detection.js';
-import { readiness, ready, startLocalStack, waitFor } from './stack.js';
+import { readManifest, readiness, ready, startLocalStack, waitFor } from './stack.js';
 import type { LocalStack, LocalStackOptions } from './stack.js';
 
 interface DemoOptions extends Pick<LocalStackOptions, 'root' | 'bundle' | 'redisUrl'> {
@@ -60,32 +58,13 @@ function row(o: KubeObject): string {
   ].join(' ');
 }
 
+/** The sample's two Models: the edge and cloud detectors `npm run models` trains. */
 async function prepare(stack: LocalStack, root: URL): Promise<void> {
-  const { kube } = stack;
-  for (const node of ['edge0', 'solar-corona-cloud']) {
-    await kube.create('node', undefined, {
-      metadata: { name: node, labels: { 'kubernetes.io/hostname': node } },
-    });
-    // The edge worker signs its reports with its node's token; upstream-status checks it.
-    const token = `${node}-${Math.random().toString(36).slice(2)}${Math.random().toString(36).slice(2)}`;
-    for (const namespace of [ns, 'edgeai-system']) {
-      await kube.create('secret', namespace, {
-        metadata: { name: `edgeai-node-${node}`, namespace },
-        stringData: { token },
-      });
-    }
-  }
-  // reconcile-tick's WORKER_SECRET: what every worker gets as environment.
-  await kube.create('secret', ns, {
-    metadata: { name: 'edgeai-worker', namespace: ns },
-    stringData: { REDIS_URL: stack.redisUrl },
-  });
-  // The sample's two Models: the edge and cloud detectors npm run models trains.
   for (const [name, file] of [
     ['small-model', 'detector-edge.onnx'],
     ['big-model', 'detector-cloud.onnx'],
   ] as const) {
-    await kube.create('model', ns, {
+    await stack.kube.create('model', ns, {
       metadata: { name, namespace: ns },
       spec: { url: new URL(`models/${file}`, root).href, format: 'onnx' },
     });
@@ -105,7 +84,7 @@ const edgeRef = { kind: 'knativeService' as const, namespace: ns, name: `${jis}-
 /** Applies the seed's sample as written and waits until its workers are Ready. */
 async function deploy({ stack, step, wait }: Step, root: URL): Promise<string> {
   const file = 'knative/samples/helmet-detection-demo.yaml';
-  const sample = parse(readFileSync(new URL(file, root), 'utf8')) as KubeObject & {
+  const sample = readManifest(new URL(file, root), file) as KubeObject & {
     spec: { edgeWorker: { hardExampleAlgorithm: { name: string } } };
   };
   await stack.kube.create('jointInferenceService', ns, sample);

@@ -6,7 +6,7 @@
  * ApiServerSources — then the control plane itself, applied from knative/services/ as a user
  * applies it to a cluster. Built for `make demo` and for trying changes end to end.
  */
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -59,6 +59,8 @@ interface LocalStackOptions {
    */
   stateDir?: string;
   keepState?: boolean;
+  /** Namespaces whose JointInferenceServices the workers' Secret is made for (default). */
+  workerNamespaces?: readonly string[];
   /** Fire every PingSource this often instead of on its minute schedule. */
   tickEveryMs?: number;
   /** Environment for every process (over the manifests'), e.g. REPORT_INTERVAL_MS. */
@@ -191,21 +193,64 @@ function portError(what: string, port: number, err: unknown): Error {
   );
 }
 
+/** The documents of a YAML file, or an error naming the file and the line that does not parse. */
+function parseManifests(text: string, shown: string): KubeObject[] {
+  return parseAllDocuments(text).map((doc) => {
+    const error = doc.errors[0];
+    if (error !== undefined) {
+      const at = error.linePos?.[0];
+      throw new Error(
+        `${shown}${at === undefined ? '' : `:${at.line}:${at.col}`} does not parse: ${error.message.split('\n')[0]}`,
+      );
+    }
+    return doc.toJS() as KubeObject;
+  });
+}
+
+/** The one document of a manifest file (`shown` names it in errors). */
+function readManifest(file: URL, shown: string): KubeObject {
+  const [first, ...rest] = parseManifests(readFileSync(file, 'utf8'), shown);
+  if (first === undefined || rest.length > 0) throw new Error(`${shown}: expected one document`);
+  return first;
+}
+
 /** Every manifest the stack applies parses, or the error names the file and line. */
 function checkManifests(root: URL): void {
   for (const dir of ['knative/services/', 'knative/eventing/']) {
     const url = new URL(dir, root);
     for (const file of readdirSync(url).filter((f) => f.endsWith('.yaml'))) {
-      for (const doc of parseAllDocuments(readFileSync(new URL(file, url), 'utf8'))) {
-        const error = doc.errors[0];
-        if (error !== undefined) {
-          const at = error.linePos?.[0];
-          throw new Error(
-            `${dir}${file}${at === undefined ? '' : `:${at.line}:${at.col}`} does not parse: ${error.message.split('\n')[0]}`,
-          );
-        }
-      }
+      parseManifests(readFileSync(new URL(file, url), 'utf8'), `${dir}${file}`);
     }
+  }
+}
+
+/**
+ * The local "cluster": Nodes edge0 and solar-corona-cloud with their report tokens (the edge
+ * worker signs its reports with its node's token; upstream-status checks it) and, in each of
+ * `namespaces`, reconcile-tick's WORKER_SECRET (what every worker gets as environment).
+ */
+async function prepareCluster(
+  kube: Kube,
+  redisUrl: string,
+  namespaces: readonly string[],
+): Promise<void> {
+  for (const node of ['edge0', 'solar-corona-cloud']) {
+    await apply(kube, 'node', undefined, {
+      metadata: { name: node, labels: { 'kubernetes.io/hostname': node } },
+    });
+    const token = randomBytes(24).toString('base64url');
+    for (const ns of new Set([...namespaces, namespace])) {
+      await apply(kube, 'secret', ns, {
+        metadata: { name: `edgeai-node-${node}`, namespace: ns },
+        stringData: { token },
+      });
+    }
+  }
+  for (const ns of namespaces) {
+    await apply(kube, 'secret', ns, {
+      metadata: { name: 'edgeai-worker', namespace: ns },
+      stringData: { REDIS_URL: redisUrl },
+    });
   }
 }
 
@@ -382,6 +427,7 @@ async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> 
     const brokerUrl = await startEventing(options, api, serving, closers);
     say(`broker         ${brokerUrl}`);
     await applyControlPlane(options, api.kube, serving);
+    await prepareCluster(api.kube, redis.url, options.workerNamespaces ?? ['default']);
     return {
       kube: api.kube,
       apiUrl: api.url,
@@ -400,5 +446,5 @@ async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> 
   }
 }
 
-export { apply, startLocalStack, waitFor, ready, readiness };
+export { apply, readManifest, startLocalStack, waitFor, ready, readiness };
 export type { LocalStack, LocalStackOptions };

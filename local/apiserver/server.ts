@@ -12,21 +12,40 @@ import { createServer as createHttpsServer } from 'node:https';
 import type { Server as HttpsServer } from 'node:https';
 import { matches, parseSelector } from './selector.js';
 import { ApiError, Store, apiVersionOf } from './store.js';
-import type { KubeObject, ResourceType, WatchEvent } from './store.js';
+import type { KubeObject, WatchEvent } from './store.js';
+import { admission, fieldValidationOf } from './admission.js';
+import { matchesFields, parseFieldSelector } from './field-selector.js';
+import type { FieldRequirement } from './field-selector.js';
 import { openApiDocument } from './openapi.js';
+import { patchTypeOf } from './patch.js';
+import type { Requirement } from './selector.js';
+import {
+  columnsFor,
+  includeObjectOf,
+  negotiateOutput,
+  tableOf,
+  watchTableEncoder,
+} from './table.js';
+import type { Output, TableOptions } from './table.js';
 import { servingCertificates } from './tls.js';
 import { servedTypes } from './types.js';
+import type { ServedType } from './types.js';
 
 const bodyLimit = 3 * 1024 * 1024;
 
 interface Target {
-  type: ResourceType;
+  type: ServedType;
   namespace: string | undefined;
   name: string | undefined;
   subresource: 'status' | undefined;
 }
 
-function status(code: number, reason: string, message: string) {
+function status(
+  code: number,
+  reason: string,
+  message: string,
+  details?: Readonly<Record<string, unknown>>,
+) {
   return {
     kind: 'Status',
     apiVersion: 'v1',
@@ -34,17 +53,56 @@ function status(code: number, reason: string, message: string) {
     status: 'Failure',
     message,
     reason,
+    ...(details === undefined ? {} : { details }),
     code,
   };
 }
 
-function send(res: ServerResponse, code: number, body: unknown): void {
+function send(res: ServerResponse, code: number, body: unknown, warnings: string[] = []): void {
   const text = JSON.stringify(body);
+  if (warnings.length > 0) res.setHeader('warning', warnings);
   res.writeHead(code, {
     'content-type': 'application/json',
     'content-length': Buffer.byteLength(text),
   });
   res.end(text);
+}
+
+/** What a list or watch selects: labels and fields, both as kube parses them. */
+interface Selection {
+  labels: readonly Requirement[];
+  fields: readonly FieldRequirement[];
+}
+
+function selectionOf(url: URL, type: ServedType): Selection {
+  return {
+    labels: parseSelector(url.searchParams.get('labelSelector') ?? ''),
+    fields: parseFieldSelector(url.searchParams.get('fieldSelector') ?? '', type),
+  };
+}
+
+const selects = (selection: Selection, type: ServedType, object: KubeObject) =>
+  matches(selection.labels, object.metadata.labels ?? {}) &&
+  matchesFields(selection.fields, type, object);
+
+/** A Table (kubectl get) or the objects themselves, as the Accept header asks. */
+function readOutput(req: IncomingMessage, url: URL): Output & { options?: TableOptions } {
+  const output = negotiateOutput(req.headers.accept);
+  if (output.as === 'NotAcceptable') throw new ApiError(406, 'NotAcceptable', output.message);
+  if (output.as === 'Object') return output;
+  return {
+    ...output,
+    options: { version: output.version, includeObject: includeObjectOf(url.searchParams) },
+  };
+}
+
+/** OpenAPI v2 is served as JSON only: a client asking for protobuf alone gets 406, not bytes it cannot parse. */
+function openApi(req: IncomingMessage, pathname: string): unknown {
+  const accept = req.headers.accept ?? '';
+  if (pathname === '/openapi/v2' && accept.includes('protobuf') && !/json|\*\/\*/.test(accept)) {
+    throw new ApiError(406, 'NotAcceptable', 'only application/json is served for /openapi/v2');
+  }
+  return openApiDocument(pathname, servedTypes);
 }
 
 function readJson(req: IncomingMessage): Promise<unknown> {
@@ -103,7 +161,7 @@ function resolve(parts: readonly string[]): Target | undefined {
   return { type, namespace, name, subresource: subresource === 'status' ? 'status' : undefined };
 }
 
-function listOf(type: ResourceType, items: KubeObject[], revision: number) {
+function listOf(type: ServedType, items: KubeObject[], revision: number) {
   return {
     apiVersion: apiVersionOf(type),
     kind: `${type.kind}List`,
@@ -197,34 +255,40 @@ function createDevApiServer(options: DevApiServerOptions): DevApiServer {
   }
 
   function watch(req: IncomingMessage, res: ServerResponse, target: Target, url: URL): void {
-    const selector = parseSelector(url.searchParams.get('labelSelector') ?? '');
+    const { type } = target;
+    const selection = selectionOf(url, type);
+    const output = readOutput(req, url);
     const from = url.searchParams.get('resourceVersion');
     const timeout = Number(url.searchParams.get('timeoutSeconds') ?? 0);
     const start = from === null || from === '' || from === '0' ? undefined : Number(from);
     const wanted = (event: WatchEvent) =>
-      event.resource === target.type &&
+      event.resource === type &&
       (target.namespace === undefined || event.object.metadata.namespace === target.namespace) &&
       (target.name === undefined || event.object.metadata.name === target.name);
-    const write = (type: string, object: unknown) =>
-      res.write(`${JSON.stringify({ type, object })}\n`);
+    // kubectl get -w asks for Tables: each event's object is a one-row Table.
+    const encode =
+      output.options === undefined
+        ? (object: KubeObject): unknown => object
+        : watchTableEncoder(columnsFor(type), output.options);
+    const write = (eventType: string, object: KubeObject) =>
+      res.write(`${JSON.stringify({ type: eventType, object: encode(object) })}\n`);
     res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
     res.flushHeaders(); // a watch may stay silent for long: the client waits for headers first
     let stop: () => void = () => {};
     try {
       if (start === undefined) {
         // No resourceVersion: the current state as synthetic ADDED events, then live changes.
-        for (const object of store.list(target.type, target.namespace, selector)) {
+        for (const object of store.list(type, target.namespace, selection.labels)) {
           if (target.name === undefined || object.metadata.name === target.name)
-            write('ADDED', object);
+            if (matchesFields(selection.fields, type, object)) write('ADDED', object);
         }
       }
       stop = store.watch(start ?? store.revision, (event) => {
         if (!wanted(event)) return;
-        const now = matches(selector, event.object.metadata.labels ?? {});
+        const now = selects(selection, type, event.object);
         const previous = event.previous;
-        const before =
-          previous === undefined ? now : matches(selector, previous.metadata.labels ?? {});
-        // As Kubernetes does: a change that moves an object out of (into) the selector is a
+        const before = previous === undefined ? now : selects(selection, type, previous);
+        // As Kubernetes does: a change that moves an object out of (into) the selection is a
         // DELETED (ADDED) for this watch; the DELETED carries the state the watch last matched,
         // at the change's resourceVersion.
         if (before && now) write(event.type, event.object);
@@ -234,7 +298,11 @@ function createDevApiServer(options: DevApiServerOptions): DevApiServer {
         } else if (now) write('ADDED', event.object);
       });
     } catch (err) {
-      if (err instanceof ApiError) write('ERROR', status(err.code, err.reason, err.message));
+      if (err instanceof ApiError) {
+        res.write(
+          `${JSON.stringify({ type: 'ERROR', object: status(err.code, err.reason, err.message) })}\n`,
+        );
+      }
       res.end();
       return;
     }
@@ -244,6 +312,77 @@ function createDevApiServer(options: DevApiServerOptions): DevApiServer {
     };
     req.on('close', close);
     if (timeout > 0) setTimeout(close, timeout * 1000).unref();
+  }
+
+  /** GET of a collection or one object: the objects, or a Table for kubectl. */
+  function read(req: IncomingMessage, res: ServerResponse, target: Target, url: URL): void {
+    const { type, namespace, name } = target;
+    const output = readOutput(req, url);
+    let items: KubeObject[];
+    let revision: number;
+    if (name === undefined) {
+      const selection = selectionOf(url, type);
+      items = store
+        .list(type, namespace, selection.labels)
+        .filter((o) => matchesFields(selection.fields, type, o));
+      revision = store.revision;
+    } else {
+      const object = store.get(type, namespace, name);
+      if (output.options === undefined) return send(res, 200, object);
+      items = [object];
+      revision = Number(object.metadata.resourceVersion);
+    }
+    if (output.options !== undefined) {
+      const list = { resourceVersion: String(revision) };
+      return send(res, 200, tableOf(columnsFor(type), items, list, output.options));
+    }
+    send(res, 200, listOf(type, items, revision));
+  }
+
+  /** POST, PUT and PATCH: admitted against the kind's schema, warnings in Warning headers. */
+  async function write(
+    req: IncomingMessage,
+    res: ServerResponse,
+    target: Target,
+    url: URL,
+  ): Promise<void> {
+    const { type, namespace, name, subresource } = target;
+    const warnings: string[] = [];
+    const admit = admission(type, fieldValidationOf(url.searchParams), warnings);
+    const method = req.method ?? '';
+    if (method === 'POST' && name === undefined) {
+      const created = store.create(type, namespace, await readJson(req), admit);
+      return send(res, 201, created, warnings);
+    }
+    if (method === 'PUT' && name !== undefined) {
+      const body = await readJson(req);
+      return send(
+        res,
+        200,
+        store.replace(type, namespace, name, body, subresource, admit),
+        warnings,
+      );
+    }
+    if (method === 'PATCH' && name !== undefined) {
+      const contentType = req.headers['content-type'] ?? '';
+      const patchType = patchTypeOf(contentType);
+      // Custom resources have no patch strategies: kube refuses strategic merge patch for them.
+      if (patchType === undefined || (patchType === 'strategic' && type.schema !== undefined)) {
+        throw new ApiError(
+          415,
+          'UnsupportedMediaType',
+          `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json${type.schema === undefined ? ', application/strategic-merge-patch+json' : ''}`,
+        );
+      }
+      const patch = { type: patchType, body: await readJson(req) };
+      return send(
+        res,
+        200,
+        store.patch(type, namespace, name, patch, subresource, admit),
+        warnings,
+      );
+    }
+    throw new ApiError(405, 'MethodNotAllowed', `${method} is not supported on ${url.pathname}`);
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -257,68 +396,35 @@ function createDevApiServer(options: DevApiServerOptions): DevApiServer {
         method !== 'GET'
           ? undefined
           : parts[0] === 'openapi'
-            ? openApiDocument(url.pathname, servedTypes)
+            ? openApi(req, url.pathname)
             : discovery(parts);
       if (found !== undefined) return send(res, 200, found);
-      return send(
-        res,
+      throw new ApiError(
         404,
-        status(
-          404,
-          'NotFound',
-          `the server could not find the requested resource (${url.pathname})`,
-        ),
+        'NotFound',
+        `the server could not find the requested resource (${url.pathname})`,
       );
     }
-    const { type, namespace, name, subresource } = target;
     const isWatch =
       url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1';
-    if (method === 'GET' && (isWatch || name === undefined)) {
-      if (isWatch) return watch(req, res, target, url);
-      const selector = parseSelector(url.searchParams.get('labelSelector') ?? '');
-      return send(res, 200, listOf(type, store.list(type, namespace, selector), store.revision));
-    }
-    if (method === 'GET') return send(res, 200, store.get(type, namespace, name!));
-    if (method === 'POST' && name === undefined)
-      return send(res, 201, store.create(type, namespace, await readJson(req)));
-    if (method === 'PUT' && name !== undefined) {
-      return send(res, 200, store.replace(type, namespace, name, await readJson(req), subresource));
-    }
-    if (method === 'PATCH' && name !== undefined) {
-      const contentType = req.headers['content-type'] ?? '';
-      if (!contentType.startsWith('application/merge-patch+json')) {
-        return send(
-          res,
-          415,
-          status(
-            415,
-            'UnsupportedMediaType',
-            `only application/merge-patch+json is served, not ${contentType}`,
-          ),
-        );
-      }
-      return send(res, 200, store.patch(type, namespace, name, await readJson(req), subresource));
-    }
-    if (method === 'DELETE' && name !== undefined && subresource === undefined) {
-      const deleted = store.delete(type, namespace, name, servedTypes);
+    if (method === 'GET' && isWatch) return watch(req, res, target, url);
+    if (method === 'GET') return read(req, res, target, url);
+    if (method === 'DELETE' && target.name !== undefined && target.subresource === undefined) {
+      const deleted = store.delete(target.type, target.namespace, target.name, servedTypes);
       return send(res, 200, {
         ...status(200, '', ''),
         status: 'Success',
-        details: { name, kind: type.plural, uid: deleted.metadata.uid },
+        details: { name: target.name, kind: target.type.plural, uid: deleted.metadata.uid },
       });
     }
-    return send(
-      res,
-      405,
-      status(405, 'MethodNotAllowed', `${method} is not supported on ${url.pathname}`),
-    );
+    return write(req, res, target, url);
   }
 
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
     handle(req, res).catch((err: unknown) => {
       if (res.headersSent) return res.destroy();
       if (err instanceof ApiError)
-        return send(res, err.code, status(err.code, err.reason, err.message));
+        return send(res, err.code, status(err.code, err.reason, err.message, err.details));
       if (err instanceof Error && /label|selector/.test(err.message)) {
         return send(
           res,

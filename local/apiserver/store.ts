@@ -6,6 +6,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
+import { PatchError, applyPatch } from './patch.js';
+import type { PatchType } from './patch.js';
 import { matches } from './selector.js';
 import type { Requirement } from './selector.js';
 
@@ -57,22 +59,41 @@ interface WatchEvent {
   resource: ResourceType;
   rv: number;
   /**
-   * MODIFIED with a label change only: the object before it (a selector watch that loses the
-   * object is sent this state as DELETED, as Kubernetes does).
+   * MODIFIED: the object before it (a selector watch that loses the object is sent this state
+   * as DELETED, as Kubernetes does).
    */
   previous?: KubeObject;
 }
 
-/** A failure the server turns into a Status object. */
+/** A failure the server turns into a Status object (`details` as kube fills them, if any). */
 class ApiError extends Error {
   constructor(
     readonly code: number,
-    readonly reason: 'NotFound' | 'AlreadyExists' | 'Conflict' | 'Invalid' | 'BadRequest' | 'Gone',
+    readonly reason:
+      | 'NotFound'
+      | 'AlreadyExists'
+      | 'Conflict'
+      | 'Invalid'
+      | 'BadRequest'
+      | 'Gone'
+      | 'NotAcceptable'
+      | 'UnsupportedMediaType'
+      | 'MethodNotAllowed',
     message: string,
+    readonly details?: Readonly<Record<string, unknown>>,
   ) {
     super(message);
   }
 }
+
+/**
+ * What the server checks a write with, after the patch is applied and before it is stored: the
+ * candidate object in, the object to store out (pruned, defaulted), or an ApiError.
+ */
+type Admit = (
+  candidate: Record<string, unknown>,
+  subresource: 'status' | undefined,
+) => Record<string, unknown>;
 
 const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const historyLimit = 10_000;
@@ -89,15 +110,11 @@ function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-/** RFC 7386 JSON merge patch: objects merge, null deletes, anything else replaces. */
-function mergePatch(target: unknown, patch: unknown): unknown {
-  if (!isRecord(patch)) return patch;
-  const result: Record<string, unknown> = isRecord(target) ? { ...target } : {};
-  for (const [key, value] of Object.entries(patch)) {
-    if (value === null) delete result[key];
-    else result[key] = mergePatch(result[key], value);
-  }
-  return result;
+/** The defaults kube's built-in kinds get on create: a Secret's type is Opaque. */
+function defaults(type: ResourceType, object: Record<string, unknown>): Record<string, unknown> {
+  if (type.kind === 'Secret' && type.group === '' && object['type'] === undefined)
+    return { ...object, type: 'Opaque' };
+  return object;
 }
 
 /** Everything but metadata and status: what a generation counts changes of. */
@@ -243,8 +260,14 @@ class Store {
     );
   }
 
-  create(type: ResourceType, namespace: string | undefined, body: unknown): KubeObject {
-    const input = foldStringData(type, this.#validate(type, namespace, body));
+  create(
+    type: ResourceType,
+    namespace: string | undefined,
+    body: unknown,
+    admit?: Admit,
+  ): KubeObject {
+    const checked = this.#validate(type, namespace, body);
+    const input = defaults(type, foldStringData(type, admit?.(checked, undefined) ?? checked));
     const meta = input['metadata'] as Record<string, unknown>;
     const name = meta['name'] as string;
     const key = this.#key(type, namespace, name);
@@ -284,9 +307,11 @@ class Store {
   #write(
     type: ResourceType,
     current: KubeObject,
-    next: Record<string, unknown>,
+    candidate: Record<string, unknown>,
     subresource: 'status' | undefined,
+    admit: Admit | undefined,
   ): KubeObject {
+    const next = admit?.(candidate, subresource) ?? candidate;
     const sent = (next['metadata'] as Record<string, unknown> | undefined)?.['resourceVersion'];
     if (sent !== undefined && sent !== current.metadata.resourceVersion) {
       throw new ApiError(
@@ -329,8 +354,7 @@ class Store {
     this.#revision++;
     object.metadata.resourceVersion = String(this.#revision);
     this.#objects.set(this.#key(type, kept.namespace, kept.name), object);
-    const relabelled = !isDeepStrictEqual(object.metadata.labels ?? {}, kept.labels ?? {});
-    this.#emit('MODIFIED', object, type, relabelled ? current : undefined);
+    this.#emit('MODIFIED', object, type, current);
     return structuredClone(object);
   }
 
@@ -340,6 +364,7 @@ class Store {
     name: string,
     body: unknown,
     subresource?: 'status',
+    admit?: Admit,
   ): KubeObject {
     const current = this.#require(type, namespace, name);
     const input = this.#validate(type, namespace, body);
@@ -350,26 +375,35 @@ class Store {
         `the name of the object does not match the name on the URL (${name})`,
       );
     }
-    return this.#write(type, current, input, subresource);
+    return this.#write(type, current, input, subresource, admit);
   }
 
+  /**
+   * Applies a patch of `patchType` to the stored object. A resourceVersion the patch sets makes
+   * it conditional (409 when stale); otherwise it applies to whatever is stored.
+   */
   patch(
     type: ResourceType,
     namespace: string | undefined,
     name: string,
-    patch: unknown,
+    patch: { type: PatchType; body: unknown },
     subresource?: 'status',
+    admit?: Admit,
   ): KubeObject {
     const current = this.#require(type, namespace, name);
-    if (!isRecord(patch))
-      throw new ApiError(400, 'BadRequest', 'a merge patch must be a JSON object');
-    const patched = mergePatch(structuredClone(current), patch) as Record<string, unknown>;
-    const sent = isRecord(patch['metadata']) ? patch['metadata']['resourceVersion'] : undefined;
-    if (sent === undefined) {
-      (patched['metadata'] as Record<string, unknown>)['resourceVersion'] =
-        current.metadata.resourceVersion;
+    let patched: unknown;
+    try {
+      patched = applyPatch(patch.type, current, patch.body);
+    } catch (err) {
+      if (!(err instanceof PatchError)) throw err;
+      throw new ApiError(err.code, err.code === 400 ? 'BadRequest' : 'Invalid', err.message);
     }
-    return this.#write(type, current, patched, subresource);
+    if (!isRecord(patched) || !isRecord(patched['metadata']))
+      throw new ApiError(422, 'Invalid', 'the patched object has no metadata');
+    if (patched['metadata']['resourceVersion'] === undefined) {
+      patched['metadata']['resourceVersion'] = current.metadata.resourceVersion;
+    }
+    return this.#write(type, current, patched, subresource, admit);
   }
 
   /** Deletes, then garbage-collects dependents whose last owner this was (background policy). */
@@ -459,5 +493,6 @@ class Store {
   }
 }
 
-export { Store, ApiError, apiVersionOf, mergePatch };
+export { Store, ApiError, apiVersionOf };
+export type { Admit };
 export type { ResourceType, KubeObject, ObjectMeta, OwnerReference, WatchEvent };

@@ -13,13 +13,15 @@ import {
 } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDevApiServer, kubeconfig, listenDevApiServer } from '../../local/apiserver/index.js';
-import { httpsGet } from '../support/apiserver.js';
+import { httpsRequest } from '../support/apiserver.js';
 
 const group = 'edgeai.io';
 const version = 'v1alpha1';
 const namespace = 'default';
 const jis = { group, version, namespace, plural: 'jointinferenceservices' };
 const ksvc = { group: 'serving.knative.dev', version: 'v1', namespace, plural: 'services' };
+// The store's semantics on a kind with no schema (Knative's Service here): any body is kept.
+const open = { ...ksvc, namespace: 'open' };
 const merge = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 interface Obj {
@@ -70,35 +72,38 @@ describe('development API server via client-node', () => {
   afterAll(() => server.close());
 
   const body = (name: string, spec: Record<string, unknown>, labels?: Record<string, string>) => ({
-    apiVersion: `${group}/${version}`,
-    kind: 'JointInferenceService',
+    apiVersion: 'serving.knative.dev/v1',
+    kind: 'Service',
     metadata: { name, ...(labels ? { labels } : {}) },
     spec,
   });
 
   it('creates, reads, lists by label selector and refuses duplicates', async () => {
     const created = (await api.createNamespacedCustomObject({
-      ...jis,
+      ...open,
       body: body('a', { x: 1 }, { tier: 'edge' }),
     })) as Obj;
     expect(created.metadata).toMatchObject({ name: 'a', generation: 1 });
     expect(created.metadata.uid).toMatch(/^[0-9a-f-]{36}$/);
     await api.createNamespacedCustomObject({
-      ...jis,
+      ...open,
       body: body('b', { x: 2 }, { tier: 'cloud' }),
     });
-    const read = (await api.getNamespacedCustomObject({ ...jis, name: 'a' })) as Obj;
+    const read = (await api.getNamespacedCustomObject({ ...open, name: 'a' })) as Obj;
     expect(read.spec).toEqual({ x: 1 });
-    const edge = (await api.listNamespacedCustomObject({ ...jis, labelSelector: 'tier=edge' })) as {
+    const edge = (await api.listNamespacedCustomObject({
+      ...open,
+      labelSelector: 'tier=edge',
+    })) as {
       items: Obj[];
     };
     expect(edge.items.map((o) => o.metadata.name)).toEqual(['a']);
     const notEdge = (await api.listNamespacedCustomObject({
-      ...jis,
+      ...open,
       labelSelector: 'tier notin (edge)',
     })) as { items: Obj[] };
     expect(notEdge.items.map((o) => o.metadata.name)).toEqual(['b']);
-    const dup = await failure(api.createNamespacedCustomObject({ ...jis, body: body('a', {}) }));
+    const dup = await failure(api.createNamespacedCustomObject({ ...open, body: body('a', {}) }));
     expect(dup.code).toBe(409);
     expect(dup.body).toMatchObject({ kind: 'Status', reason: 'AlreadyExists' });
   });
@@ -139,12 +144,12 @@ describe('development API server via client-node', () => {
   });
 
   it('answers 404 and 422 with Status objects shaped like the real ones', async () => {
-    const missing = await failure(api.getNamespacedCustomObject({ ...jis, name: 'nope' }));
+    const missing = await failure(api.getNamespacedCustomObject({ ...open, name: 'nope' }));
     expect(missing.code).toBe(404);
     expect(missing.body.reason).toBe('NotFound');
     expect(missing.body.message).toContain('"nope" not found');
     const invalid = await failure(
-      api.createNamespacedCustomObject({ ...jis, body: body('Bad_Name', {}) }),
+      api.createNamespacedCustomObject({ ...open, body: body('Bad_Name', {}) }),
     );
     expect(invalid.code).toBe(422);
     expect(invalid.body.reason).toBe('Invalid');
@@ -152,11 +157,11 @@ describe('development API server via client-node', () => {
 
   it('bumps generation on spec changes only, and refuses a stale resourceVersion', async () => {
     const created = (await api.createNamespacedCustomObject({
-      ...jis,
+      ...open,
       body: body('gen', { threshold: 0.5 }),
     })) as Obj;
     const labelled = (await api.patchNamespacedCustomObject(
-      { ...jis, name: 'gen', body: { metadata: { labels: { a: 'b' } } } },
+      { ...open, name: 'gen', body: { metadata: { labels: { a: 'b' } } } },
       merge,
     )) as Obj;
     expect(labelled.metadata.generation).toBe(1);
@@ -164,18 +169,18 @@ describe('development API server via client-node', () => {
       Number(created.metadata.resourceVersion),
     );
     const changed = (await api.patchNamespacedCustomObject(
-      { ...jis, name: 'gen', body: { spec: { threshold: 0.7 } } },
+      { ...open, name: 'gen', body: { spec: { threshold: 0.7 } } },
       merge,
     )) as Obj;
     expect(changed.metadata.generation).toBe(2);
     const same = (await api.patchNamespacedCustomObject(
-      { ...jis, name: 'gen', body: { spec: { threshold: 0.7 } } },
+      { ...open, name: 'gen', body: { spec: { threshold: 0.7 } } },
       merge,
     )) as Obj;
     expect(same.metadata.resourceVersion).toBe(changed.metadata.resourceVersion);
     const stale = await failure(
       api.replaceNamespacedCustomObject({
-        ...jis,
+        ...open,
         name: 'gen',
         body: {
           ...body('gen', { threshold: 0.9 }),
@@ -188,14 +193,14 @@ describe('development API server via client-node', () => {
   });
 
   it('keeps status and spec apart (the status subresource)', async () => {
-    await api.createNamespacedCustomObject({ ...jis, body: body('st', { a: 1 }) });
+    await api.createNamespacedCustomObject({ ...open, body: body('st', { a: 1 }) });
     const viaMain = (await api.patchNamespacedCustomObject(
-      { ...jis, name: 'st', body: { status: { uploadCount: 5 } } },
+      { ...open, name: 'st', body: { status: { uploadCount: 5 } } },
       merge,
     )) as Obj;
     expect(viaMain.status).toBeUndefined();
     const viaStatus = (await api.patchNamespacedCustomObjectStatus(
-      { ...jis, name: 'st', body: { spec: { a: 2 }, status: { uploadCount: 5 } } },
+      { ...open, name: 'st', body: { spec: { a: 2 }, status: { uploadCount: 5 } } },
       merge,
     )) as Obj;
     expect(viaStatus.status).toEqual({ uploadCount: 5 });
@@ -205,12 +210,12 @@ describe('development API server via client-node', () => {
 
   it('garbage-collects dependents when their owner is deleted', async () => {
     const owner = (await api.createNamespacedCustomObject({
-      ...jis,
+      ...open,
       body: body('owner', {}),
     })) as Obj;
     const ref = {
-      apiVersion: `${group}/${version}`,
-      kind: 'JointInferenceService',
+      apiVersion: 'serving.knative.dev/v1',
+      kind: 'Service',
       name: 'owner',
       uid: owner.metadata.uid,
       controller: true,
@@ -235,25 +240,25 @@ describe('development API server via client-node', () => {
         spec: {},
       },
     });
-    await api.deleteNamespacedCustomObject({ ...jis, name: 'owner' });
+    await api.deleteNamespacedCustomObject({ ...open, name: 'owner' });
     const left = (await api.listNamespacedCustomObject(ksvc)) as { items: Obj[] };
     expect(left.items.map((o) => o.metadata.name)).toEqual(['unowned']);
   });
 
   it('streams watch events, resumes from a resourceVersion, and serves core Nodes', async () => {
     const events: Array<[string, string]> = [];
-    const listed = (await api.listNamespacedCustomObject(jis)) as {
+    const listed = (await api.listNamespacedCustomObject(open)) as {
       metadata: { resourceVersion: string };
     };
     const controller = await new Watch(config).watch(
-      `/apis/${group}/${version}/namespaces/${namespace}/jointinferenceservices`,
+      `/apis/serving.knative.dev/v1/namespaces/open/services`,
       { resourceVersion: listed.metadata.resourceVersion },
       (phase, obj: Obj) => events.push([phase, obj.metadata.name]),
       () => {},
     );
-    await api.createNamespacedCustomObject({ ...jis, body: body('w', {}) });
-    await api.patchNamespacedCustomObject({ ...jis, name: 'w', body: { spec: { b: 1 } } }, merge);
-    await api.deleteNamespacedCustomObject({ ...jis, name: 'w' });
+    await api.createNamespacedCustomObject({ ...open, body: body('w', {}) });
+    await api.patchNamespacedCustomObject({ ...open, name: 'w', body: { spec: { b: 1 } } }, merge);
+    await api.deleteNamespacedCustomObject({ ...open, name: 'w' });
     const deadline = Date.now() + 5000;
     while (events.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
     controller.abort();
@@ -272,11 +277,11 @@ describe('development API server via client-node', () => {
   it('tells a selector watch when a label change moves an object out of it or into it', async () => {
     const events: Array<[string, string]> = [];
     const deleted: Obj[] = [];
-    const listed = (await api.listNamespacedCustomObject(jis)) as {
+    const listed = (await api.listNamespacedCustomObject(open)) as {
       metadata: { resourceVersion: string };
     };
     const controller = await new Watch(config).watch(
-      `/apis/${group}/${version}/namespaces/${namespace}/jointinferenceservices`,
+      `/apis/serving.knative.dev/v1/namespaces/open/services`,
       { resourceVersion: listed.metadata.resourceVersion, labelSelector: 'team=a' },
       (phase, obj: Obj) => {
         events.push([phase, obj.metadata.name]);
@@ -286,21 +291,21 @@ describe('development API server via client-node', () => {
     );
     const label = (team: string | null) =>
       api.patchNamespacedCustomObject(
-        { ...jis, name: 'moving', body: { metadata: { labels: { team } } } },
+        { ...open, name: 'moving', body: { metadata: { labels: { team } } } },
         merge,
       );
     await api.createNamespacedCustomObject({
-      ...jis,
+      ...open,
       body: { ...body('moving', {}), metadata: { name: 'moving', labels: { team: 'a' } } },
     });
     await label('b');
     await api.patchNamespacedCustomObject(
-      { ...jis, name: 'moving', body: { spec: { x: 1 } } },
+      { ...open, name: 'moving', body: { spec: { x: 1 } } },
       merge,
     );
     await label('a');
     await api.patchNamespacedCustomObject(
-      { ...jis, name: 'moving', body: { spec: { x: 2 } } },
+      { ...open, name: 'moving', body: { spec: { x: 2 } } },
       merge,
     );
     await label(null);
@@ -317,18 +322,115 @@ describe('development API server via client-node', () => {
       ['DELETED', 'moving'],
     ]);
     // Each DELETED carries the state the watch last matched, at the relabelling's version.
-    const current = (await api.getNamespacedCustomObject({ ...jis, name: 'moving' })) as Obj;
+    const current = (await api.getNamespacedCustomObject({ ...open, name: 'moving' })) as Obj;
     expect(deleted.map((o) => o.metadata.labels?.['team'])).toEqual(['a', 'a']);
     expect(deleted[1]!.metadata.resourceVersion).toBe(current.metadata.resourceVersion);
   });
 
   it('refuses requests without the token, and a token sent to the wrong CA never leaves', async () => {
-    const res = await httpsGet(`${server.url}/api/v1/nodes`, ca);
+    const res = await httpsRequest(`${server.url}/api/v1/nodes`, ca);
     expect(res.status).toBe(401);
     expect(JSON.parse(res.body)).toMatchObject({ kind: 'Status', reason: 'Unauthorized' });
     // Not trusting the server's CA (anyone's own certificate on that port): the TLS handshake fails.
-    await expect(httpsGet(`${server.url}/api/v1/nodes`, undefined)).rejects.toThrow(
+    await expect(httpsRequest(`${server.url}/api/v1/nodes`, undefined)).rejects.toThrow(
       /self|certificate/i,
     );
+  });
+
+  describe('custom resources against their CRD schema', () => {
+    const sampleSpec = {
+      edgeWorker: {
+        model: { name: 'small-model' },
+        hardExampleAlgorithm: { name: 'IBT', parameters: { threshold: 0.6 } },
+      },
+      cloudWorker: { model: { name: 'big-model' } },
+    };
+    const post = (body: unknown, query = '') =>
+      httpsRequest(
+        `${server.url}/apis/${group}/${version}/namespaces/${namespace}/jointinferenceservices${query}`,
+        ca,
+        {
+          method: 'POST',
+          headers: { authorization: 'Bearer test-token', 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        },
+      );
+    const jisBody = (name: string, spec: unknown) => ({
+      apiVersion: `${group}/${version}`,
+      kind: 'JointInferenceService',
+      metadata: { name },
+      spec,
+    });
+
+    it('refuses a wrong type with 422 Invalid naming the field, and stores nothing', async () => {
+      const bad = {
+        ...sampleSpec,
+        edgeWorker: {
+          ...sampleSpec.edgeWorker,
+          hardExampleAlgorithm: { name: 'IBT', parameters: { threshold: 'high' } },
+        },
+      };
+      const refused = await failure(
+        api.createNamespacedCustomObject({ ...jis, body: jisBody('typed', bad) }),
+      );
+      expect(refused.code).toBe(422);
+      expect(refused.body).toMatchObject({
+        reason: 'Invalid',
+        details: {
+          name: 'typed',
+          group,
+          kind: 'JointInferenceService',
+          causes: [
+            {
+              reason: 'FieldValueTypeInvalid',
+              field: 'spec.edgeWorker.hardExampleAlgorithm.parameters.threshold',
+            },
+          ],
+        },
+      });
+      expect(refused.body.message).toContain(
+        'spec.edgeWorker.hardExampleAlgorithm.parameters.threshold in body must be of type number: "string"',
+      );
+      expect((await failure(api.getNamespacedCustomObject({ ...jis, name: 'typed' }))).code).toBe(
+        404,
+      );
+    });
+
+    it('validates patches too: a merge patch that breaks the schema is refused, the object kept', async () => {
+      await api.createNamespacedCustomObject({ ...jis, body: jisBody('patched', sampleSpec) });
+      const refused = await failure(
+        api.patchNamespacedCustomObject(
+          {
+            ...jis,
+            name: 'patched',
+            body: { spec: { edgeWorker: { hardExampleAlgorithm: { name: 'Guess' } } } },
+          },
+          merge,
+        ),
+      );
+      expect(refused.code).toBe(422);
+      expect(refused.body.message).toContain('Unsupported value: "Guess"');
+      const kept = (await api.getNamespacedCustomObject({ ...jis, name: 'patched' })) as Obj;
+      expect(kept.metadata.generation).toBe(1);
+    });
+
+    it('prunes unknown fields with a Warning by default, and refuses them with fieldValidation=Strict', async () => {
+      const extra = { ...sampleSpec, replicasWanted: 3 };
+      const warned = await post(jisBody('pruned', extra));
+      expect(warned.status).toBe(201);
+      expect(warned.headers['warning']).toContain('unknown field \\"spec.replicasWanted\\"');
+      expect((JSON.parse(warned.body) as Obj).spec).not.toHaveProperty('replicasWanted');
+      const strict = await post(jisBody('strict', extra), '?fieldValidation=Strict');
+      expect(strict.status).toBe(400);
+      expect(JSON.parse(strict.body)).toMatchObject({
+        reason: 'BadRequest',
+        message: expect.stringContaining(
+          'strict decoding error: unknown field "spec.replicasWanted"',
+        ) as string,
+      });
+      const ignored = await post(jisBody('ignored', extra), '?fieldValidation=Ignore');
+      expect(ignored.status).toBe(201);
+      expect(ignored.headers['warning']).toBeUndefined();
+    });
   });
 });

@@ -87,7 +87,7 @@ describe('Store', () => {
     const store = new Store();
     store.create(jis, 'ns', { metadata: { name: 'x' } });
     const after = store.revision;
-    store.patch(jis, 'ns', 'x', { spec: { a: 1 } });
+    store.patch(jis, 'ns', 'x', { type: 'merge', body: { spec: { a: 1 } } });
     const seen: string[] = [];
     const stop = store.watch(after, (e) => seen.push(`${e.type}:${e.object.metadata.name}`));
     store.delete(jis, 'ns', 'x', servedTypes);

@@ -55,14 +55,15 @@ export async function startApiServer(): Promise<TestApiServer> {
 
 export type { KindName };
 
-/** A GET over HTTPS trusting `ca` (none: the system's CAs), for requests client-node cannot make. */
-export function httpsGet(
+/** A request over HTTPS trusting `ca` (none: the system's CAs), to see what client-node hides. */
+export function httpsRequest(
   url: string,
   ca: string | undefined,
-  headers: Record<string, string> = {},
+  options: { method?: string; headers?: Record<string, string>; body?: string } = {},
 ): Promise<{ status: number; headers: Record<string, unknown>; body: string }> {
   return new Promise((resolve, reject) => {
-    const req = request(url, { ca, headers }, (res) => {
+    const { method = 'GET', headers = {}, body } = options;
+    const req = request(url, { ca, headers, method }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (chunk: Buffer) => chunks.push(chunk));
       res.on('end', () =>
@@ -75,6 +76,6 @@ export function httpsGet(
       res.on('error', reject);
     });
     req.on('error', reject);
-    req.end();
+    req.end(body);
   });
 }

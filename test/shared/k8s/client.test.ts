@@ -50,7 +50,7 @@ describe('shared/k8s adapter', () => {
     expect(model.kind).toBe('Model');
     await kube.create('model', 'default', {
       metadata: { name: 'big-model', labels: { size: 'big' } },
-      spec: {},
+      spec: { url: 'file:///models/cloud.onnx', format: 'onnx' },
     });
     const small = await kube.list('model', { namespace: 'default', labelSelector: 'size=small' });
     expect(small.items.map((m) => m.metadata.name)).toEqual(['small-model']);
@@ -64,9 +64,9 @@ describe('shared/k8s adapter', () => {
     expect(patched.metadata.generation).toBe(2);
     const withStatus = await kube.patchStatus(
       { kind: 'model', namespace: 'default', name: 'small-model' },
-      { status: { ready: true } },
+      { status: { observedGeneration: 2 } },
     );
-    expect(withStatus['status']).toEqual({ ready: true });
+    expect(withStatus['status']).toEqual({ observedGeneration: 2 });
     await kube.create('node', undefined, { metadata: { name: 'edge0' } });
     expect((await kube.get({ kind: 'node', name: 'edge0' })).metadata.name).toBe('edge0');
   });
@@ -79,12 +79,15 @@ describe('shared/k8s adapter', () => {
       /API server: nodes.core "absent" not found/,
     );
     await expect(
-      kube.create('model', 'default', { metadata: { name: 'big-model' } }),
+      kube.create('model', 'default', {
+        metadata: { name: 'big-model' },
+        spec: { url: 'file:///models/cloud.onnx', format: 'onnx' },
+      }),
     ).rejects.toBeInstanceOf(ConflictError);
     await expect(
       kube.patch(
         { kind: 'model', namespace: 'default', name: 'big-model' },
-        { metadata: { resourceVersion: '1' }, spec: { x: 1 } },
+        { metadata: { resourceVersion: '1' }, spec: { format: 'onnx' } },
       ),
     ).rejects.toBeInstanceOf(ConflictError);
     await expect(

@@ -1,0 +1,217 @@
+/**
+ * The real kubectl against the development API server, as a person would use it with the
+ * kubeconfig the server writes: TLS verified against the server's CA, the bearer token sent, the
+ * seed's sample created with kubectl's default validation, printer columns, client-side apply,
+ * merge patch, labels, describe, events, secrets, server-side schema validation, explain, watch
+ * and delete. Skipped (one line) where kubectl is not installed; `make test` installs it when it
+ * can (scripts/ensure-kubectl.sh).
+ */
+import { execFile, spawn, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startApiServer } from '../support/apiserver.js';
+import type { TestApiServer } from '../support/apiserver.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+const sample = 'knative/samples/helmet-detection-demo.yaml';
+const hasKubectl =
+  spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).error === undefined;
+const exec = promisify(execFile);
+
+interface Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+describe.skipIf(!hasKubectl)(
+  'kubectl against the development API server (kubectl not on PATH: skipped)',
+  () => {
+    let api: TestApiServer;
+    const kubectl = async (...args: string[]): Promise<Result> => {
+      try {
+        const { stdout, stderr } = await exec('kubectl', args, {
+          cwd: root,
+          env: { ...process.env, KUBECONFIG: api.kubeconfigFile },
+        });
+        return { code: 0, stdout, stderr };
+      } catch (err) {
+        const failed = err as { code?: number; stdout?: string; stderr?: string };
+        return { code: failed.code ?? 1, stdout: failed.stdout ?? '', stderr: failed.stderr ?? '' };
+      }
+    };
+    const ok = async (...args: string[]): Promise<string> => {
+      const result = await kubectl(...args);
+      expect(result.code, `kubectl ${args.join(' ')}: ${result.stderr}`).toBe(0);
+      return result.stdout;
+    };
+
+    beforeAll(async () => {
+      api = await startApiServer();
+      await api.kube.create('node', undefined, {
+        metadata: { name: 'edge0', labels: { 'node-role.kubernetes.io/edge': '' } },
+        status: {
+          conditions: [{ type: 'Ready', status: 'True' }],
+          nodeInfo: { kubeletVersion: 'v1.31.0' },
+        },
+      });
+    });
+    afterAll(() => api.close());
+
+    it('gets nodes over TLS with the token, with the node columns', async () => {
+      const out = await ok('get', 'nodes');
+      expect(out).toMatch(/^NAME\s+STATUS\s+ROLES\s+AGE\s+VERSION\n/);
+      expect(out).toMatch(/edge0\s+Ready\s+edge\s+\S+\s+v1\.31\.0/);
+      const resources = await ok('api-resources', '--namespaced=false', '-o', 'name');
+      expect(resources.split('\n')).toContain('nodes');
+      expect(resources).not.toContain('jointinferenceservices');
+    });
+
+    it('creates the seed sample with default validation and shows the printer columns', async () => {
+      expect(await ok('create', '-f', sample)).toContain(
+        'jointinferenceservice.edgeai.io/helmet-detection-demo created',
+      );
+      const table = await ok('get', 'jis');
+      expect(table).toMatch(/^NAME\s+READY\s+EDGE\s+CLOUD\s+UPLOADED\s+DRIFT\s+ESTLOSS\s+AGE\n/);
+      expect(table).toMatch(/helmet-detection-demo\s/);
+    });
+
+    it('applies the sample again, merge-patches (generation bumps), labels and selects', async () => {
+      const applied = await kubectl('apply', '-f', sample);
+      expect(applied.code, applied.stderr).toBe(0);
+      expect(applied.stdout).toMatch(/helmet-detection-demo (configured|unchanged)/);
+      const before = Number(
+        await ok('get', 'jis', 'helmet-detection-demo', '-o', 'jsonpath={.metadata.generation}'),
+      );
+      await ok(
+        'patch',
+        'jis',
+        'helmet-detection-demo',
+        '--type',
+        'merge',
+        '-p',
+        '{"spec":{"edgeWorker":{"hardExampleAlgorithm":{"parameters":{"threshold":0.4}}}}}',
+      );
+      const after = Number(
+        await ok('get', 'jis', 'helmet-detection-demo', '-o', 'jsonpath={.metadata.generation}'),
+      );
+      expect(after).toBe(before + 1);
+      await ok('label', 'jis', 'helmet-detection-demo', 'team=vision');
+      expect((await ok('get', 'jis', '-l', 'team=vision', '-o', 'name')).trim()).toBe(
+        'jointinferenceservice.edgeai.io/helmet-detection-demo',
+      );
+      expect((await ok('get', 'jis', '-l', 'team!=vision', '-o', 'name')).trim()).toBe('');
+    });
+
+    it('describes the resource with its events, and lists events', async () => {
+      const jis = await api.kube.get({
+        kind: 'jointInferenceService',
+        namespace: 'default',
+        name: 'helmet-detection-demo',
+      });
+      const now = new Date().toISOString();
+      await api.kube.create('event', 'default', {
+        metadata: { name: 'helmet-detection-demo.1', namespace: 'default' },
+        involvedObject: {
+          apiVersion: 'edgeai.io/v1alpha1',
+          kind: 'JointInferenceService',
+          name: 'helmet-detection-demo',
+          namespace: 'default',
+          uid: jis.metadata.uid,
+        },
+        reason: 'WorkersCreated',
+        message: 'edge and cloud workers exist',
+        type: 'Normal',
+        count: 1,
+        firstTimestamp: now,
+        lastTimestamp: now,
+        source: { component: 'reconcile-tick' },
+      });
+      const described = await ok('describe', 'jis', 'helmet-detection-demo');
+      expect(described).toMatch(/^Name:\s+helmet-detection-demo$/m);
+      expect(described).toMatch(/Hard Example Algorithm:/);
+      expect(described).toMatch(/Events:[\s\S]*WorkersCreated[\s\S]*edge and cloud workers exist/);
+      const events = await ok('get', 'events');
+      expect(events).toMatch(
+        /Normal\s+WorkersCreated\s+jointinferenceservice\/helmet-detection-demo\s+edge and cloud workers exist/,
+      );
+    });
+
+    it('creates a secret from literals and reads its data', async () => {
+      await ok(
+        'create',
+        'secret',
+        'generic',
+        'creds',
+        '--from-literal=user=edge',
+        '--from-literal=pass=s3cret',
+      );
+      const data = await ok('get', 'secret', 'creds', '-o', 'jsonpath={.data.pass}');
+      expect(Buffer.from(data, 'base64').toString()).toBe('s3cret');
+      expect(await ok('get', 'secret', 'creds')).toMatch(/creds\s+Opaque\s+2\s/);
+    });
+
+    it('refuses an invalid JointInferenceService with 422 naming the field', async () => {
+      const file = join(api.kubeconfigFile, '..', 'bad.yaml');
+      writeFileSync(
+        file,
+        [
+          'apiVersion: edgeai.io/v1alpha1',
+          'kind: JointInferenceService',
+          'metadata: {name: bad}',
+          'spec:',
+          '  edgeWorker:',
+          '    model: {name: small-model}',
+          '    hardExampleAlgorithm: {name: IBT, parameters: {threshold: high}}',
+          '  cloudWorker:',
+          '    model: {name: big-model}',
+        ].join('\n'),
+      );
+      const refused = await kubectl('create', '-f', file);
+      expect(refused.code).not.toBe(0);
+      expect(refused.stderr).toContain('is invalid');
+      expect(refused.stderr).toContain('spec.edgeWorker.hardExampleAlgorithm.parameters.threshold');
+      expect((await kubectl('get', 'jis', 'bad')).code).not.toBe(0);
+    });
+
+    it('explains jis.spec from the CRD schema', async () => {
+      const out = await ok('explain', 'jis.spec.edgeWorker');
+      expect(out).toMatch(/KIND:\s+JointInferenceService/);
+      expect(out).toContain('hardExampleAlgorithm');
+    });
+
+    it('watches a change and deletes the resource', async () => {
+      const watcher = spawn(
+        'kubectl',
+        ['get', 'jis', 'helmet-detection-demo', '-w', '--output-watch-events'],
+        {
+          cwd: root,
+          env: { ...process.env, KUBECONFIG: api.kubeconfigFile },
+        },
+      );
+      let seen = '';
+      watcher.stdout.on('data', (chunk: Buffer) => (seen += chunk.toString('utf8')));
+      const until = async (pattern: RegExp) => {
+        const deadline = Date.now() + 15_000;
+        while (!pattern.test(seen) && Date.now() < deadline)
+          await new Promise((r) => setTimeout(r, 50));
+        expect(seen).toMatch(pattern);
+      };
+      try {
+        await until(/ADDED\s+helmet-detection-demo/);
+        await ok('label', 'jis', 'helmet-detection-demo', 'stage=watched');
+        await until(/MODIFIED\s+helmet-detection-demo/);
+        expect(await ok('delete', 'jis', 'helmet-detection-demo')).toContain('deleted');
+        await until(/DELETED\s+helmet-detection-demo/);
+      } finally {
+        watcher.kill();
+      }
+      const gone = await kubectl('get', 'jis', 'helmet-detection-demo');
+      expect(gone.code).not.toBe(0);
+      expect(gone.stderr).toContain('NotFound');
+    });
+  },
+);
