@@ -238,6 +238,26 @@ async function prepareCluster(
     await apply(kube, 'node', undefined, {
       metadata: { name: node, labels: { 'kubernetes.io/hostname': node } },
     });
+    // What a kubelet would report: the node is Ready (kubectl get nodes shows it so).
+    const now = new Date().toISOString();
+    await kube.patchStatus(
+      { kind: 'node', name: node },
+      {
+        status: {
+          conditions: [
+            {
+              type: 'Ready',
+              status: 'True',
+              reason: 'EdgeaiLocal',
+              message: 'a node of the embedded local stack',
+              lastHeartbeatTime: now,
+              lastTransitionTime: now,
+            },
+          ],
+          nodeInfo: { kubeletVersion: 'edgeai-local' },
+        },
+      },
+    );
     const token = randomBytes(24).toString('base64url');
     for (const ns of new Set([...namespaces, namespace])) {
       await apply(kube, 'secret', ns, {

@@ -85,6 +85,29 @@ const selects = (selection: Selection, type: ServedType, object: KubeObject) =>
   matches(selection.labels, object.metadata.labels ?? {}) &&
   matchesFields(selection.fields, type, object);
 
+/** A DELETE's optional DeleteOptions body. */
+async function readDeleteOptions(req: IncomingMessage): Promise<{ dryRun?: string[] }> {
+  const length = req.headers['content-length'];
+  if (length === '0' || (length === undefined && req.headers['transfer-encoding'] === undefined))
+    return {};
+  const body = await readJson(req);
+  if (typeof body !== 'object' || body === null) return {};
+  const dryRun = (body as { dryRun?: unknown }).dryRun;
+  if (dryRun !== undefined && !(Array.isArray(dryRun) && dryRun.every((v) => v === 'All')))
+    throw new ApiError(400, 'BadRequest', `unsupported dry run option: ${JSON.stringify(dryRun)}`);
+  return dryRun === undefined ? {} : { dryRun: dryRun as string[] };
+}
+
+/** dryRun=All (kubectl --dry-run=server): checked and answered, never stored. */
+function dryRunOf(url: URL): boolean {
+  const values = url.searchParams.getAll('dryRun');
+  for (const value of values) {
+    if (value !== 'All')
+      throw new ApiError(400, 'BadRequest', `unsupported dry run option: ${value}`);
+  }
+  return values.length > 0;
+}
+
 /** A Table (kubectl get) or the objects themselves, as the Accept header asks. */
 function readOutput(req: IncomingMessage, url: URL): Output & { options?: TableOptions } {
   const output = negotiateOutput(req.headers.accept);
@@ -349,19 +372,16 @@ function createDevApiServer(options: DevApiServerOptions): DevApiServer {
     const { type, namespace, name, subresource } = target;
     const warnings: string[] = [];
     const admit = admission(type, fieldValidationOf(url.searchParams), warnings);
+    const options = { ...(admit === undefined ? {} : { admit }), dryRun: dryRunOf(url) };
     const method = req.method ?? '';
     if (method === 'POST' && name === undefined) {
-      const created = store.create(type, namespace, await readJson(req), admit);
+      const created = store.create(type, namespace, await readJson(req), options);
       return send(res, 201, created, warnings);
     }
     if (method === 'PUT' && name !== undefined) {
       const body = await readJson(req);
-      return send(
-        res,
-        200,
-        store.replace(type, namespace, name, body, subresource, admit),
-        warnings,
-      );
+      const replaced = store.replace(type, namespace, name, body, subresource, options);
+      return send(res, 200, replaced, warnings);
     }
     if (method === 'PATCH' && name !== undefined) {
       const contentType = req.headers['content-type'] ?? '';
@@ -378,7 +398,7 @@ function createDevApiServer(options: DevApiServerOptions): DevApiServer {
       return send(
         res,
         200,
-        store.patch(type, namespace, name, patch, subresource, admit),
+        store.patch(type, namespace, name, patch, subresource, options),
         warnings,
       );
     }
@@ -410,7 +430,12 @@ function createDevApiServer(options: DevApiServerOptions): DevApiServer {
     if (method === 'GET' && isWatch) return watch(req, res, target, url);
     if (method === 'GET') return read(req, res, target, url);
     if (method === 'DELETE' && target.name !== undefined && target.subresource === undefined) {
-      const deleted = store.delete(target.type, target.namespace, target.name, servedTypes);
+      // kubectl sends DeleteOptions as the body (dryRun among them), other clients the query.
+      const body = await readDeleteOptions(req);
+      const dryRun = dryRunOf(url) || (body.dryRun ?? []).includes('All');
+      const deleted = store.delete(target.type, target.namespace, target.name, servedTypes, {
+        dryRun,
+      });
       return send(res, 200, {
         ...status(200, '', ''),
         status: 'Success',

@@ -95,6 +95,12 @@ type Admit = (
   subresource: 'status' | undefined,
 ) => Record<string, unknown>;
 
+/** How a write is checked, and whether it is kept (dryRun: everything but the commit). */
+interface WriteOptions {
+  admit?: Admit;
+  dryRun?: boolean;
+}
+
 const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const historyLimit = 10_000;
 
@@ -255,19 +261,20 @@ class Store {
       if (!matches(selector, object.metadata.labels ?? {})) continue;
       items.push(structuredClone(object));
     }
-    return items.sort(
-      (a, b) => Number(a.metadata.resourceVersion) - Number(b.metadata.resourceVersion),
-    );
+    // etcd's key order, as kube-apiserver lists: by namespace, then name.
+    const key = (o: KubeObject) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+    return items.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
   }
 
   create(
     type: ResourceType,
     namespace: string | undefined,
     body: unknown,
-    admit?: Admit,
+    options: WriteOptions = {},
   ): KubeObject {
     const checked = this.#validate(type, namespace, body);
-    const input = defaults(type, foldStringData(type, admit?.(checked, undefined) ?? checked));
+    const admitted = options.admit?.(checked, undefined) ?? checked;
+    const input = defaults(type, foldStringData(type, admitted));
     const meta = input['metadata'] as Record<string, unknown>;
     const name = meta['name'] as string;
     const key = this.#key(type, namespace, name);
@@ -278,7 +285,6 @@ class Store {
         `${type.plural}.${type.group || 'core'} "${name}" already exists`,
       );
     }
-    this.#revision++;
     const object = {
       ...structuredClone(input),
       apiVersion: apiVersionOf(type),
@@ -288,13 +294,15 @@ class Store {
         name,
         ...(type.namespaced ? { namespace } : {}),
         uid: randomUUID(),
-        resourceVersion: String(this.#revision),
+        resourceVersion: options.dryRun === true ? '' : String(this.#revision + 1),
         generation: 1,
         creationTimestamp: this.now()
           .toISOString()
           .replace(/\.\d{3}Z$/, 'Z'),
       },
     } as KubeObject;
+    if (options.dryRun === true) return object;
+    this.#revision++;
     this.#objects.set(key, object);
     this.#emit('ADDED', object, type);
     return structuredClone(object);
@@ -309,9 +317,9 @@ class Store {
     current: KubeObject,
     candidate: Record<string, unknown>,
     subresource: 'status' | undefined,
-    admit: Admit | undefined,
+    options: WriteOptions,
   ): KubeObject {
-    const next = admit?.(candidate, subresource) ?? candidate;
+    const next = options.admit?.(candidate, subresource) ?? candidate;
     const sent = (next['metadata'] as Record<string, unknown> | undefined)?.['resourceVersion'];
     if (sent !== undefined && sent !== current.metadata.resourceVersion) {
       throw new ApiError(
@@ -351,6 +359,7 @@ class Store {
     } as KubeObject;
     // A write that changes nothing is not an event (and keeps its resourceVersion), as in Kubernetes.
     if (isDeepStrictEqual(object, current)) return structuredClone(current);
+    if (options.dryRun === true) return object;
     this.#revision++;
     object.metadata.resourceVersion = String(this.#revision);
     this.#objects.set(this.#key(type, kept.namespace, kept.name), object);
@@ -364,7 +373,7 @@ class Store {
     name: string,
     body: unknown,
     subresource?: 'status',
-    admit?: Admit,
+    options: WriteOptions = {},
   ): KubeObject {
     const current = this.#require(type, namespace, name);
     const input = this.#validate(type, namespace, body);
@@ -375,7 +384,7 @@ class Store {
         `the name of the object does not match the name on the URL (${name})`,
       );
     }
-    return this.#write(type, current, input, subresource, admit);
+    return this.#write(type, current, input, subresource, options);
   }
 
   /**
@@ -388,7 +397,7 @@ class Store {
     name: string,
     patch: { type: PatchType; body: unknown },
     subresource?: 'status',
-    admit?: Admit,
+    options: WriteOptions = {},
   ): KubeObject {
     const current = this.#require(type, namespace, name);
     let patched: unknown;
@@ -403,7 +412,7 @@ class Store {
     if (patched['metadata']['resourceVersion'] === undefined) {
       patched['metadata']['resourceVersion'] = current.metadata.resourceVersion;
     }
-    return this.#write(type, current, patched, subresource, admit);
+    return this.#write(type, current, patched, subresource, options);
   }
 
   /** Deletes, then garbage-collects dependents whose last owner this was (background policy). */
@@ -412,8 +421,10 @@ class Store {
     namespace: string | undefined,
     name: string,
     types: readonly ResourceType[],
+    options: { dryRun?: boolean } = {},
   ): KubeObject {
     const object = this.#require(type, namespace, name);
+    if (options.dryRun === true) return structuredClone(object);
     this.#remove(type, object);
     this.#collect(object.metadata.uid, types);
     return structuredClone(object);
@@ -494,5 +505,5 @@ class Store {
 }
 
 export { Store, ApiError, apiVersionOf };
-export type { Admit };
+export type { Admit, WriteOptions };
 export type { ResourceType, KubeObject, ObjectMeta, OwnerReference, WatchEvent };

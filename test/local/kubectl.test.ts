@@ -154,6 +154,39 @@ describe.skipIf(!hasKubectl)(
       expect(await ok('get', 'secret', 'creds')).toMatch(/creds\s+Opaque\s+2\s/);
     });
 
+    it('takes strategic merge patches on built-in kinds: apply of a Secret twice, label a node', async () => {
+      const file = join(api.kubeconfigFile, '..', 'secret.yaml');
+      const secret = (value: string) =>
+        writeFileSync(
+          file,
+          `apiVersion: v1\nkind: Secret\nmetadata: {name: applied}\nstringData: {key: ${value}}\n`,
+        );
+      secret('one');
+      expect(await ok('apply', '-f', file)).toContain('secret/applied created');
+      secret('two');
+      expect(await ok('apply', '-f', file)).toContain('secret/applied configured');
+      const data = await ok('get', 'secret', 'applied', '-o', 'jsonpath={.data.key}');
+      expect(Buffer.from(data, 'base64').toString()).toBe('two');
+      await ok('label', 'node', 'edge0', 'zone=a');
+      expect(await ok('get', 'nodes', '-l', 'zone=a', '-o', 'name')).toBe('node/edge0\n');
+      expect(await ok('get', 'nodes', '-o', 'wide')).toMatch(/INTERNAL-IP\s+EXTERNAL-IP/);
+    });
+
+    it('runs --dry-run=server through validation without storing anything', async () => {
+      const file = join(api.kubeconfigFile, '..', 'dry.yaml');
+      writeFileSync(
+        file,
+        'apiVersion: edgeai.io/v1alpha1\nkind: Model\nmetadata: {name: dry}\nspec: {url: "file:///m.onnx", format: onnx}\n',
+      );
+      expect(await ok('apply', '--dry-run=server', '-f', file)).toContain(
+        'created (server dry run)',
+      );
+      expect((await kubectl('get', 'model', 'dry')).code).not.toBe(0);
+      await ok('apply', '-f', file);
+      expect(await ok('delete', '--dry-run=server', 'model', 'dry')).toContain('(server dry run)');
+      expect(await ok('get', 'model', 'dry', '-o', 'name')).toBe('model.edgeai.io/dry\n');
+    });
+
     it('refuses an invalid JointInferenceService with 422 naming the field', async () => {
       const file = join(api.kubeconfigFile, '..', 'bad.yaml');
       writeFileSync(
