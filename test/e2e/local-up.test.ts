@@ -9,7 +9,7 @@ import type { ChildProcess } from 'node:child_process';
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -106,6 +106,20 @@ describe.skipIf(!hasKubectl)('npm run local (kubectl not on PATH: skipped)', () 
     expect(answer.status).toBe(200);
     const body = (await answer.json()) as { outputs: Array<{ name: string; data: unknown[] }> };
     expect(body.outputs.find((o) => o.name === 'tier')?.data[0]).toMatch(/^(edge|cloud)$/);
+
+    // The worker's pino lines, in its own file under the logs directory the stack printed.
+    const logs = (await out.wait(/^ {2}logs {8}(\S+) /, 1_000))[1]!;
+    const edgeLog = readFileSync(
+      join(logs, 'default.helmet-detection-demo-edge-00001.log'),
+      'utf8',
+    );
+    const served = edgeLog
+      .split('\n')
+      .filter((line) => line.startsWith('{'))
+      .map((line) => JSON.parse(line) as { path?: string; status?: number });
+    expect(served.some((l) => l.path === '/v2/models/small-model/infer' && l.status === 200)).toBe(
+      true,
+    );
 
     await kubectl('delete', 'jis', 'helmet-detection-demo');
     await out.wait(/^gone +default\/helmet-detection-demo-edge$/, 30_000);
