@@ -12,9 +12,10 @@
  *   and then the `components.schemas` entry whose `x-kubernetes-group-version-kind` list holds it
  *   (kubectl pkg/explain/v2/templates/plaintext.tmpl).
  * - `/openapi/v2` is the Swagger 2.0 document of everything, with the custom resources' schemas
- *   converted as apiextensions-apiserver converts them for v2. kubectl itself asks for v2 only in
- *   protobuf (it falls back to it when v3 fails, or for `explain --output=plaintext-openapiv2`);
- *   this JSON is for the other tools that read it.
+ *   converted as apiextensions-apiserver converts them for v2. kubectl asks for v2 in protobuf
+ *   (kubectl before 1.27 always, later ones when v3 fails or for `explain
+ *   --output=plaintext-openapiv2`): openapi-v2-proto.ts encodes this document for it; the JSON
+ *   is for the other tools that read it.
  *
  * Names follow kube: Go package paths for built-in types (`io.k8s.api.core.v1.Node`), the reversed
  * group for custom resources (`io.edgeai.v1alpha1.JointInferenceService`). The paths are the

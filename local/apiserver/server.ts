@@ -17,6 +17,7 @@ import { admission, fieldValidationOf } from './admission.js';
 import { matchesFields, parseFieldSelector } from './field-selector.js';
 import type { FieldRequirement } from './field-selector.js';
 import { openApiDocument } from './openapi.js';
+import { OpenApiV2Protobuf, openApiV2Protobuf } from './openapi-v2-proto.js';
 import { patchTypeOf } from './patch.js';
 import type { Requirement } from './selector.js';
 import {
@@ -119,13 +120,11 @@ function readOutput(req: IncomingMessage, url: URL): Output & { options?: TableO
   };
 }
 
-/** OpenAPI v2 is served as JSON only: a client asking for protobuf alone gets 406, not bytes it cannot parse. */
+/** The OpenAPI documents; /openapi/v2 also as gnostic protobuf, the only form kubectl < 1.27 reads. */
 function openApi(req: IncomingMessage, pathname: string): unknown {
-  const accept = req.headers.accept ?? '';
-  if (pathname === '/openapi/v2' && accept.includes('protobuf') && !/json|\*\/\*/.test(accept)) {
-    throw new ApiError(406, 'NotAcceptable', 'only application/json is served for /openapi/v2');
-  }
-  return openApiDocument(pathname, servedTypes);
+  const document = openApiDocument(pathname, servedTypes);
+  if (pathname !== '/openapi/v2') return document;
+  return openApiV2Protobuf(req.headers.accept, document) ?? document;
 }
 
 function readJson(req: IncomingMessage): Promise<unknown> {
@@ -418,6 +417,7 @@ function createDevApiServer(options: DevApiServerOptions): DevApiServer {
           : parts[0] === 'openapi'
             ? openApi(req, url.pathname)
             : discovery(parts);
+      if (found instanceof OpenApiV2Protobuf) return found.write(res);
       if (found !== undefined) return send(res, 200, found);
       throw new ApiError(
         404,
