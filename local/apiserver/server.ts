@@ -246,6 +246,147 @@ function discovery(parts: readonly string[]): unknown {
   return undefined;
 }
 
+function watch(
+  store: Store,
+  req: IncomingMessage,
+  res: ServerResponse,
+  target: Target,
+  url: URL,
+): void {
+  const { type } = target;
+  const selection = selectionOf(url, type);
+  const output = readOutput(req, url);
+  const from = url.searchParams.get('resourceVersion');
+  const timeout = Number(url.searchParams.get('timeoutSeconds') ?? 0);
+  const start = from === null || from === '' || from === '0' ? undefined : Number(from);
+  const wanted = (event: WatchEvent) =>
+    event.resource === type &&
+    (target.namespace === undefined || event.object.metadata.namespace === target.namespace) &&
+    (target.name === undefined || event.object.metadata.name === target.name);
+  // kubectl get -w asks for Tables: each event's object is a one-row Table.
+  const encode =
+    output.options === undefined
+      ? (object: KubeObject): unknown => object
+      : watchTableEncoder(columnsFor(type), output.options);
+  const write = (eventType: string, object: KubeObject) =>
+    res.write(`${JSON.stringify({ type: eventType, object: encode(object) })}\n`);
+  res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
+  res.flushHeaders(); // a watch may stay silent for long: the client waits for headers first
+  let stop: () => void = () => {};
+  try {
+    if (start === undefined) {
+      // No resourceVersion: the current state as synthetic ADDED events, then live changes.
+      for (const object of store.list(type, target.namespace, selection.labels)) {
+        if (target.name === undefined || object.metadata.name === target.name)
+          if (matchesFields(selection.fields, type, object)) write('ADDED', object);
+      }
+    }
+    stop = store.watch(start ?? store.revision, (event) => {
+      if (!wanted(event)) return;
+      const now = selects(selection, type, event.object);
+      const previous = event.previous;
+      const before = previous === undefined ? now : selects(selection, type, previous);
+      // As Kubernetes does: a change that moves an object out of (into) the selection is a
+      // DELETED (ADDED) for this watch; the DELETED carries the state the watch last matched,
+      // at the change's resourceVersion.
+      if (before && now) write(event.type, event.object);
+      else if (before && previous !== undefined) {
+        const { resourceVersion } = event.object.metadata;
+        write('DELETED', { ...previous, metadata: { ...previous.metadata, resourceVersion } });
+      } else if (now) write('ADDED', event.object);
+    });
+  } catch (err) {
+    if (err instanceof ApiError) {
+      res.write(
+        `${JSON.stringify({ type: 'ERROR', object: status(err.code, err.reason, err.message) })}\n`,
+      );
+    }
+    res.end();
+    return;
+  }
+  const close = () => {
+    stop();
+    if (!res.writableEnded) res.end();
+  };
+  req.on('close', close);
+  if (timeout > 0) setTimeout(close, timeout * 1000).unref();
+}
+
+/** GET of a collection or one object: the objects, or a Table for kubectl. */
+function read(
+  store: Store,
+  req: IncomingMessage,
+  res: ServerResponse,
+  target: Target,
+  url: URL,
+): void {
+  const { type, namespace, name } = target;
+  const output = readOutput(req, url);
+  let items: KubeObject[];
+  let revision: number;
+  if (name === undefined) {
+    const selection = selectionOf(url, type);
+    items = store
+      .list(type, namespace, selection.labels)
+      .filter((o) => matchesFields(selection.fields, type, o));
+    revision = store.revision;
+  } else {
+    const object = store.get(type, namespace, name);
+    if (output.options === undefined) return send(res, 200, object);
+    items = [object];
+    revision = Number(object.metadata.resourceVersion);
+  }
+  if (output.options !== undefined) {
+    const list = { resourceVersion: String(revision) };
+    return send(res, 200, tableOf(columnsFor(type), items, list, output.options));
+  }
+  send(res, 200, listOf(type, items, revision));
+}
+
+/** POST, PUT and PATCH: admitted against the kind's schema, warnings in Warning headers. */
+async function write(
+  store: Store,
+  req: IncomingMessage,
+  res: ServerResponse,
+  target: Target,
+  url: URL,
+): Promise<void> {
+  const { type, namespace, name, subresource } = target;
+  const warnings: string[] = [];
+  const admit = admission(type, fieldValidationOf(url.searchParams), warnings);
+  const options = { ...(admit === undefined ? {} : { admit }), dryRun: dryRunOf(url) };
+  const method = req.method ?? '';
+  if (method === 'POST' && name === undefined) {
+    const created = store.create(type, namespace, await readJson(req), options);
+    return send(res, 201, created, warnings);
+  }
+  if (method === 'PUT' && name !== undefined) {
+    const body = await readJson(req);
+    const replaced = store.replace(type, namespace, name, body, subresource, options);
+    return send(res, 200, replaced, warnings);
+  }
+  if (method === 'PATCH' && name !== undefined) {
+    const contentType = req.headers['content-type'] ?? '';
+    const patchType = patchTypeOf(contentType);
+    // Custom resources have no patch strategies: kube refuses strategic merge patch for them.
+    if (patchType === undefined || (patchType === 'strategic' && type.schema !== undefined)) {
+      throw new ApiError(
+        415,
+        'UnsupportedMediaType',
+        `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json${type.schema === undefined ? ', application/strategic-merge-patch+json' : ''}`,
+      );
+    }
+    const patch = { type: patchType, body: await readJson(req) };
+    return send(
+      res,
+      200,
+      store.patch(type, namespace, name, patch, subresource, options),
+      warnings,
+    );
+  }
+  throw new ApiError(405, 'MethodNotAllowed', `${method} is not supported on ${url.pathname}`);
+}
+
 interface DevApiServer {
   server: HttpServer | HttpsServer;
   store: Store;
@@ -276,134 +417,6 @@ function createDevApiServer(options: DevApiServerOptions): DevApiServer {
     return given.length === expected.length && timingSafeEqual(given, expected);
   }
 
-  function watch(req: IncomingMessage, res: ServerResponse, target: Target, url: URL): void {
-    const { type } = target;
-    const selection = selectionOf(url, type);
-    const output = readOutput(req, url);
-    const from = url.searchParams.get('resourceVersion');
-    const timeout = Number(url.searchParams.get('timeoutSeconds') ?? 0);
-    const start = from === null || from === '' || from === '0' ? undefined : Number(from);
-    const wanted = (event: WatchEvent) =>
-      event.resource === type &&
-      (target.namespace === undefined || event.object.metadata.namespace === target.namespace) &&
-      (target.name === undefined || event.object.metadata.name === target.name);
-    // kubectl get -w asks for Tables: each event's object is a one-row Table.
-    const encode =
-      output.options === undefined
-        ? (object: KubeObject): unknown => object
-        : watchTableEncoder(columnsFor(type), output.options);
-    const write = (eventType: string, object: KubeObject) =>
-      res.write(`${JSON.stringify({ type: eventType, object: encode(object) })}\n`);
-    res.writeHead(200, { 'content-type': 'application/json', 'transfer-encoding': 'chunked' });
-    res.flushHeaders(); // a watch may stay silent for long: the client waits for headers first
-    let stop: () => void = () => {};
-    try {
-      if (start === undefined) {
-        // No resourceVersion: the current state as synthetic ADDED events, then live changes.
-        for (const object of store.list(type, target.namespace, selection.labels)) {
-          if (target.name === undefined || object.metadata.name === target.name)
-            if (matchesFields(selection.fields, type, object)) write('ADDED', object);
-        }
-      }
-      stop = store.watch(start ?? store.revision, (event) => {
-        if (!wanted(event)) return;
-        const now = selects(selection, type, event.object);
-        const previous = event.previous;
-        const before = previous === undefined ? now : selects(selection, type, previous);
-        // As Kubernetes does: a change that moves an object out of (into) the selection is a
-        // DELETED (ADDED) for this watch; the DELETED carries the state the watch last matched,
-        // at the change's resourceVersion.
-        if (before && now) write(event.type, event.object);
-        else if (before && previous !== undefined) {
-          const { resourceVersion } = event.object.metadata;
-          write('DELETED', { ...previous, metadata: { ...previous.metadata, resourceVersion } });
-        } else if (now) write('ADDED', event.object);
-      });
-    } catch (err) {
-      if (err instanceof ApiError) {
-        res.write(
-          `${JSON.stringify({ type: 'ERROR', object: status(err.code, err.reason, err.message) })}\n`,
-        );
-      }
-      res.end();
-      return;
-    }
-    const close = () => {
-      stop();
-      if (!res.writableEnded) res.end();
-    };
-    req.on('close', close);
-    if (timeout > 0) setTimeout(close, timeout * 1000).unref();
-  }
-
-  /** GET of a collection or one object: the objects, or a Table for kubectl. */
-  function read(req: IncomingMessage, res: ServerResponse, target: Target, url: URL): void {
-    const { type, namespace, name } = target;
-    const output = readOutput(req, url);
-    let items: KubeObject[];
-    let revision: number;
-    if (name === undefined) {
-      const selection = selectionOf(url, type);
-      items = store
-        .list(type, namespace, selection.labels)
-        .filter((o) => matchesFields(selection.fields, type, o));
-      revision = store.revision;
-    } else {
-      const object = store.get(type, namespace, name);
-      if (output.options === undefined) return send(res, 200, object);
-      items = [object];
-      revision = Number(object.metadata.resourceVersion);
-    }
-    if (output.options !== undefined) {
-      const list = { resourceVersion: String(revision) };
-      return send(res, 200, tableOf(columnsFor(type), items, list, output.options));
-    }
-    send(res, 200, listOf(type, items, revision));
-  }
-
-  /** POST, PUT and PATCH: admitted against the kind's schema, warnings in Warning headers. */
-  async function write(
-    req: IncomingMessage,
-    res: ServerResponse,
-    target: Target,
-    url: URL,
-  ): Promise<void> {
-    const { type, namespace, name, subresource } = target;
-    const warnings: string[] = [];
-    const admit = admission(type, fieldValidationOf(url.searchParams), warnings);
-    const options = { ...(admit === undefined ? {} : { admit }), dryRun: dryRunOf(url) };
-    const method = req.method ?? '';
-    if (method === 'POST' && name === undefined) {
-      const created = store.create(type, namespace, await readJson(req), options);
-      return send(res, 201, created, warnings);
-    }
-    if (method === 'PUT' && name !== undefined) {
-      const body = await readJson(req);
-      const replaced = store.replace(type, namespace, name, body, subresource, options);
-      return send(res, 200, replaced, warnings);
-    }
-    if (method === 'PATCH' && name !== undefined) {
-      const contentType = req.headers['content-type'] ?? '';
-      const patchType = patchTypeOf(contentType);
-      // Custom resources have no patch strategies: kube refuses strategic merge patch for them.
-      if (patchType === undefined || (patchType === 'strategic' && type.schema !== undefined)) {
-        throw new ApiError(
-          415,
-          'UnsupportedMediaType',
-          `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json${type.schema === undefined ? ', application/strategic-merge-patch+json' : ''}`,
-        );
-      }
-      const patch = { type: patchType, body: await readJson(req) };
-      return send(
-        res,
-        200,
-        store.patch(type, namespace, name, patch, subresource, options),
-        warnings,
-      );
-    }
-    throw new ApiError(405, 'MethodNotAllowed', `${method} is not supported on ${url.pathname}`);
-  }
-
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     if (!authorized(req)) return send(res, 401, status(401, 'Unauthorized', 'Unauthorized'));
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -427,8 +440,8 @@ function createDevApiServer(options: DevApiServerOptions): DevApiServer {
     }
     const isWatch =
       url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1';
-    if (method === 'GET' && isWatch) return watch(req, res, target, url);
-    if (method === 'GET') return read(req, res, target, url);
+    if (method === 'GET' && isWatch) return watch(store, req, res, target, url);
+    if (method === 'GET') return read(store, req, res, target, url);
     if (method === 'DELETE' && target.name !== undefined && target.subresource === undefined) {
       // kubectl sends DeleteOptions as the body (dryRun among them), other clients the query.
       const body = await readDeleteOptions(req);
@@ -442,7 +455,7 @@ function createDevApiServer(options: DevApiServerOptions): DevApiServer {
         details: { name: target.name, kind: target.type.plural, uid: deleted.metadata.uid },
       });
     }
-    return write(req, res, target, url);
+    return write(store, req, res, target, url);
   }
 
   const onRequest = (req: IncomingMessage, res: ServerResponse) => {
