@@ -1,6 +1,89 @@
 // @ts-check
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import layers from './layers.json' with { type: 'json' };
+
+/**
+ * The layering (layers.json, drawn in docs/architecture.md) as no-restricted-imports per folder:
+ * functions/ import only shared/; shared/<domain> imports only the domains on layers below its
+ * own; nothing on the serving path imports bin/, bench/, test/ or the embedded local stack
+ * (local/); the trainer's packages stay with the offline domains.
+ */
+const serving = ['bin', 'bench', 'test', 'local', 'functions'];
+const offlinePackages = layers.offlinePackages.map((name) => ({
+  name,
+  message: `${name} is for offline tools (layers.json "offline"): it must never reach a function`,
+}));
+
+function domainBoundaries() {
+  return layers.shared.flatMap((layer, level) =>
+    layer.map((domain) => {
+      const above = layers.shared
+        .slice(level)
+        .flat()
+        .filter((other) => other !== domain);
+      return {
+        files: [`shared/${domain}/**/*.ts`],
+        rules: {
+          'no-restricted-imports': [
+            'error',
+            {
+              paths: layers.offline.includes(domain) ? [] : offlinePackages,
+              patterns: [
+                ...(above.length === 0
+                  ? []
+                  : [
+                      {
+                        regex: `^\\.\\./(${above.join('|')})/`,
+                        message: `shared/${domain} is on layer ${level} of layers.json: it imports only domains on the layers below (docs/architecture.md)`,
+                      },
+                    ]),
+                {
+                  regex: `^\\.\\./\\.\\./(${serving.join('|')})/`,
+                  message:
+                    "shared/ is the functions' library: it never imports bin/, bench/, test/, local/ or functions/",
+                },
+              ],
+            },
+          ],
+        },
+      };
+    }),
+  );
+}
+
+const functionBoundaries = {
+  files: ['functions/**/*.ts'],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        paths: offlinePackages,
+        patterns: [
+          {
+            regex: '^\\.\\./\\.\\./(?!shared/)',
+            message:
+              'a function imports only shared/ (the wiring lives in functions/<name>/index.ts)',
+          },
+          {
+            regex: '^\\./|^\\.\\./(?!\\.\\./)',
+            message:
+              'a function imports no other function, and has one file: its logic lives in shared/',
+          },
+        ],
+      },
+    ],
+  },
+};
+
+// The longest closures and the most tangled functions show up in every lint run (warnings).
+const sizeWarnings = {
+  files: ['shared/**/*.ts', 'functions/**/*.ts', 'bin/**/*.ts', 'local/**/*.ts', 'bench/**/*.ts'],
+  rules: {
+    'max-lines-per-function': ['warn', { max: 80, skipBlankLines: true, skipComments: true }],
+    complexity: ['warn', 15],
+  },
+};
 
 export default tseslint.config(
   { ignores: ['node_modules/', 'dist/', 'out/', 'coverage/', '.test-build-*/'] },
@@ -26,4 +109,7 @@ export default tseslint.config(
     },
   },
   { files: ['*.js'], ...tseslint.configs.disableTypeChecked },
+  ...domainBoundaries(),
+  functionBoundaries,
+  sizeWarnings,
 );

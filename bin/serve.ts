@@ -5,20 +5,9 @@
  */
 import type { Server } from 'node:http';
 import { loadConfig } from '../shared/config/index.js';
-import type { RuntimeConfig } from '../shared/config/index.js';
 import { buildServer } from '../shared/http/index.js';
-import type { FunctionDefinition } from '../shared/http/index.js';
+import type { FunctionFactory } from '../shared/http/index.js';
 import { createTelemetry } from '../shared/telemetry/index.js';
-import type { Telemetry } from '../shared/telemetry/index.js';
-
-/** What every `functions/<name>/index.ts` default-exports. */
-export type FunctionFactory = (runtime: {
-  config: RuntimeConfig;
-  telemetry: Telemetry;
-}) => Promise<{
-  definition: FunctionDefinition;
-  close(): Promise<void>;
-}>;
 
 /**
  * Every function, each loaded only when it is the target: a container pays the start-up cost of

@@ -24,7 +24,7 @@ import type { TaskAdapter } from '../../shared/inference/task.js';
 import type { Signature } from '../../shared/inference/tensor.js';
 import { classes, pixels } from '../../shared/training/data.js';
 import type { Split } from '../../shared/training/data.js';
-import { seededRandom } from '../../shared/training/random.js';
+import { seededRandom } from '../../shared/random/index.js';
 
 const root = new URL('../../../', import.meta.url);
 

@@ -27,7 +27,7 @@ import {
 import type { DetectionSplit } from '../../shared/training/detection-data.js';
 import { meanAveragePrecision } from '../../shared/training/detection-metrics.js';
 import { detectionSuite, perturbImages, translateBoxes } from '../../shared/training/perturb.js';
-import { seededRandom } from '../../shared/training/random.js';
+import { seededRandom } from '../../shared/random/index.js';
 import { scoredBoxes } from '../support/detections.js';
 import { benchWindowOptions } from './conditions.js';
 

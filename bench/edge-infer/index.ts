@@ -14,7 +14,7 @@ import { performance } from 'node:perf_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
-import { inferenceNodeOptions } from '../../shared/inference/config.js';
+import { inferenceNodeOptions } from '../../shared/messages/worker-env.js';
 import { freePort } from '../../local/index.js';
 import { loadMnist, pixels } from '../../shared/training/data.js';
 import { finish, median, printTable } from '../support/report.js';

@@ -1,5 +1,5 @@
 /** aset-scheduler: binds inference streams to model variants across clusters (ASET). */
-import type { FunctionFactory } from '../../bin/serve.js';
+import type { FunctionFactory } from '../../shared/http/index.js';
 import {
   asetSchedulerDefinition,
   createAsetScheduler,
@@ -22,9 +22,7 @@ const factory: FunctionFactory = async ({ config, telemetry }) => {
     network: readTrainedNetwork(settings.modelsDir, scenario),
     topology,
   });
-  const redis = requireRedis(config.redis, 'aset-scheduler', (fields, message) =>
-    telemetry.log.warn(fields, message),
-  );
+  const redis = requireRedis(config.redis, 'aset-scheduler', telemetry.log);
   const metrics = defineMetrics(telemetry);
   const windows = metrics.counter(
     'edgeai_aset_windows_total',

@@ -1,5 +1,5 @@
 /** cloud-infer: the big model behind the Open Inference Protocol (see shared/inference). */
-import type { FunctionFactory } from '../../bin/serve.js';
+import type { FunctionFactory } from '../../shared/http/index.js';
 import { startCloudWorker } from '../../shared/inference/index.js';
 
 const factory: FunctionFactory = (runtime) => startCloudWorker(runtime);

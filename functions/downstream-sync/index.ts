@@ -1,5 +1,5 @@
 /** downstream-sync: JointInferenceService changes delivered to their edge nodes. */
-import type { FunctionFactory } from '../../bin/serve.js';
+import type { FunctionFactory } from '../../shared/http/index.js';
 import { createKube, loadKubeConfig } from '../../shared/k8s/index.js';
 import { redisReadiness, requireRedis } from '../../shared/redis/index.js';
 import {
@@ -13,9 +13,7 @@ import {
 const factory: FunctionFactory = async ({ config, telemetry }) => {
   const settings = loadSyncConfig();
   const kube = createKube(loadKubeConfig());
-  const redis = requireRedis(config.redis, 'downstream-sync', (fields, message) =>
-    telemetry.log.warn(fields, message),
-  );
+  const redis = requireRedis(config.redis, 'downstream-sync', telemetry.log);
   const downstream = createDownstream({
     kube,
     redis,

@@ -1,5 +1,5 @@
 /** joiner: an ML-graph node that joins a transaction's inputs, or hands out a partial at its deadline. */
-import type { FunctionFactory } from '../../bin/serve.js';
+import type { FunctionFactory } from '../../shared/http/index.js';
 import { createEventSink } from '../../shared/events/index.js';
 import {
   createJoinStore,
@@ -13,9 +13,7 @@ import { defineMetrics } from '../../shared/telemetry/index.js';
 
 const factory: FunctionFactory = ({ config, telemetry }) => {
   const settings = loadJoinerConfig();
-  const redis = requireRedis(config.redis, 'joiner', (fields, message) =>
-    telemetry.log.warn(fields, message),
-  );
+  const redis = requireRedis(config.redis, 'joiner', telemetry.log);
   const metrics = defineMetrics(telemetry);
   const partials = metrics.counter(
     'edgeai_mlgraph_partial_joins_total',

@@ -1,5 +1,5 @@
 /** reconcile-tick: the JointInferenceService controller (see shared/controller). */
-import type { FunctionFactory } from '../../bin/serve.js';
+import type { FunctionFactory } from '../../shared/http/index.js';
 import {
   createReconciler,
   loadControllerConfig,

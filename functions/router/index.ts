@@ -1,5 +1,5 @@
 /** router: an ML-graph node that picks the children each request goes to, and learns from rewards. */
-import type { FunctionFactory } from '../../bin/serve.js';
+import type { FunctionFactory } from '../../shared/http/index.js';
 import {
   createRouteStore,
   createRouter,
@@ -8,13 +8,11 @@ import {
 } from '../../shared/mlgraph/index.js';
 import { redisReadiness, requireRedis } from '../../shared/redis/index.js';
 import { defineMetrics } from '../../shared/telemetry/index.js';
-import { normal } from '../../shared/training/random.js';
+import { normal } from '../../shared/random/index.js';
 
 const factory: FunctionFactory = ({ config, telemetry }) => {
   const settings = loadRouterConfig();
-  const redis = requireRedis(config.redis, 'router', (fields, message) =>
-    telemetry.log.warn(fields, message),
-  );
+  const redis = requireRedis(config.redis, 'router', telemetry.log);
   const unknownRewards = defineMetrics(telemetry).counter(
     'edgeai_mlgraph_unknown_rewards_total',
     'Reward events for predictions this router never routed or has forgotten',

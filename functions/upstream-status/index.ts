@@ -1,5 +1,5 @@
 /** upstream-status: edge workers' reports into the JointInferenceService status. */
-import type { FunctionFactory } from '../../bin/serve.js';
+import type { FunctionFactory } from '../../shared/http/index.js';
 import { createKube, loadKubeConfig } from '../../shared/k8s/index.js';
 import { redisReadiness, requireRedis } from '../../shared/redis/index.js';
 import {
@@ -13,9 +13,7 @@ import {
 const factory: FunctionFactory = async ({ config, telemetry }) => {
   const settings = loadUpstreamConfig();
   const kube = createKube(loadKubeConfig());
-  const redis = requireRedis(config.redis, 'upstream-status', (fields, message) =>
-    telemetry.log.warn(fields, message),
-  );
+  const redis = requireRedis(config.redis, 'upstream-status', telemetry.log);
   const upstream = createUpstream({
     kube,
     counters: createReportCounters(redis, settings),

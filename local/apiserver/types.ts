@@ -4,7 +4,7 @@
  * knative/crds/), with the schema the server validates against and the printer columns kubectl
  * shows, as a cluster that had the CRDs applied would serve them.
  */
-import { customResourceDefinitions } from '../../shared/crds/index.js';
+import { customResourceDefinitions } from '../../shared/crds/generate.js';
 import type { ResourceType } from './store.js';
 
 /** A CRD's additionalPrinterColumns entry. */

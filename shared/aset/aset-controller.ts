@@ -5,7 +5,7 @@
  * benchmark and the aset-scheduler function, so what is measured is what is deployed.
  */
 import { loadOnnxModel } from '../inference/onnx-runtime.js';
-import { greedyAction } from './dqn.js';
+import { greedyAction } from './greedy.js';
 import type { WindowController } from './episode.js';
 import type { NetworkCard } from './network-card.js';
 import { encodeState, stateSize } from './state.js';

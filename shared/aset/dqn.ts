@@ -27,7 +27,8 @@
 import { Adam, Network } from '../training/network.js';
 import type { LayerSpec, Parameter } from '../training/network.js';
 import { exportOnnx } from '../training/onnx-export.js';
-import { seededRandom } from '../training/random.js';
+import { seededRandom } from '../random/index.js';
+import { greedyAction } from './greedy.js';
 
 /**
  * How epsilon falls from `start` to `end` over the first `episodes` episodes, then stays at
@@ -163,24 +164,6 @@ class ReplayBuffer {
   written(slot: number): number {
     return this.#written[slot]!;
   }
-}
-
-/**
- * The index of the largest Q-value; equal values go to the lowest index, so a greedy choice is
- * reproducible (and an untrained network with tied outputs picks action 0, not whichever the
- * floating-point noise favours). NaN never wins.
- */
-function greedyAction(q: ArrayLike<number>): number {
-  let best = 0;
-  let bestValue = -Infinity;
-  for (let a = 0; a < q.length; a += 1) {
-    const v = q[a]!;
-    if (v > bestValue) {
-      best = a;
-      bestValue = v;
-    }
-  }
-  return best;
 }
 
 /**
@@ -875,5 +858,5 @@ function exportQNetwork(
   });
 }
 
-export { DqnAgent, ReplayBuffer, epsilonAt, exportQNetwork, greedyAction, qNetworkLayers };
+export { DqnAgent, ReplayBuffer, epsilonAt, exportQNetwork, qNetworkLayers };
 export type { DqnOptions, EpisodeReport, EpsilonSchedule };

@@ -30,7 +30,7 @@
  * The hot path allocates nothing per query: streams, queries, queues and batches live in typed
  * arrays indexed by slot, and events are int32 payloads in `EventQueue`.
  */
-import { normal, seededRandom } from '../training/random.js';
+import { normal, seededRandom } from '../random/index.js';
 import { EventQueue } from './event-queue.js';
 import { ObservationRecorder } from './observation.js';
 import type { Observation } from './observation.js';

@@ -24,7 +24,8 @@
  *   same validation runs, and one that beats the best network there is what gets deployed
  *   (`Deployed`): selection among meta-policies on held-out seeds.
  */
-import { DqnAgent, greedyAction } from './dqn.js';
+import { DqnAgent } from './dqn.js';
+import { greedyAction } from './greedy.js';
 import { summarize, windowEnds } from './episode.js';
 import type { ControlledWindow } from './episode.js';
 import type { DqnOptions, EpisodeReport } from './dqn.js';
@@ -35,7 +36,7 @@ import { encodeState, stateSize } from './state.js';
 import { policyNames } from './types.js';
 import type { PolicyName } from './types.js';
 import { constantLambda } from './workload.js';
-import { seededRandom } from '../training/random.js';
+import { seededRandom } from '../random/index.js';
 import type { Network } from '../training/network.js';
 
 interface TrainingOptions {

@@ -8,7 +8,7 @@
  * seed), never shared with network noise or policy draws: two runs on one seed see the identical
  * streams whatever policy schedules them, which is what makes policies comparable.
  */
-import { seededRandom } from '../training/random.js';
+import { seededRandom } from '../random/index.js';
 import type { AppSpec, Range } from './scenario.js';
 import type { Stream } from './types.js';
 

@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { ConfigError } from '../errors/index.js';
+import { describeIssues } from '../schema/index.js';
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -67,8 +68,9 @@ function readEnv<S extends z.ZodObject>(schema: S, env: Env): z.output<S> {
   }
   const result = schema.safeParse(picked);
   if (result.success) return result.data;
-  const problems = result.error.issues.map((issue) => `${issue.path.join('.')}: ${issue.message}`);
-  throw new ConfigError(`invalid configuration: ${problems.join('; ')}`);
+  // Each issue is named by its variable alone: the path is the variable's name.
+  const problems = describeIssues(result.error.issues, (name) => name);
+  throw new ConfigError(`invalid configuration: ${problems}`);
 }
 
 /** Reads the shared runtime settings (see README "Configuration" for each variable). */

@@ -5,9 +5,12 @@
  */
 import { jointInferenceServiceSpec, modelSpec } from '../crds/index.js';
 import type { JointInferenceServiceSpec, ModelSpec } from '../crds/index.js';
-import { inferenceNodeOptions } from '../inference/config.js';
 import { apiVersion, kinds } from '../k8s/index.js';
 import type { KubeObject } from '../k8s/index.js';
+// The workers' environment is a contract with their config (shared/inference/config.ts).
+import { inferenceNodeOptions } from '../messages/worker-env.js';
+import { nodeTokenSecret } from '../messages/worker-message.js';
+import type { WorkerEnv, WorkerEnvName } from '../messages/worker-env.js';
 import type { RestartPolicy } from './restart.js';
 import { annotations, labels, managerName, roles, workerName } from './types.js';
 import type { Role, ServiceObject } from './types.js';
@@ -114,12 +117,12 @@ function checkPlacement(
 }
 
 type EnvVar =
-  | { name: string; value: string }
-  | { name: string; valueFrom: Record<string, Record<string, unknown>> };
+  | { name: WorkerEnvName; value: string }
+  | { name: WorkerEnvName; valueFrom: Record<string, Record<string, unknown>> };
 
-function env(values: Record<string, string | number | undefined>): EnvVar[] {
-  return Object.entries(values)
-    .filter((entry): entry is [string, string | number] => entry[1] !== undefined)
+function env(values: WorkerEnv): EnvVar[] {
+  return (Object.entries(values) as Array<[WorkerEnvName, string | number | undefined]>)
+    .filter((entry): entry is [WorkerEnvName, string | number] => entry[1] !== undefined)
     .map(([name, value]) => ({ name, value: String(value) }));
 }
 
@@ -144,7 +147,7 @@ function workerService(
     [labels.service]: name,
     [labels.role]: role,
   };
-  const common = {
+  const common: WorkerEnv = {
     FUNCTION_TARGET: role === 'edge' ? 'edge-infer' : 'cloud-infer',
     EDGEAI_SERVICE: `${namespace}/${name}`,
     EDGEAI_WORKER: role,
@@ -189,7 +192,11 @@ function workerService(
       variables.push({
         name: 'EDGEAI_NODE_TOKEN',
         valueFrom: {
-          secretKeyRef: { name: `edgeai-node-${edge.nodeName}`, key: 'token', optional: true },
+          secretKeyRef: {
+            name: nodeTokenSecret.name(edge.nodeName),
+            key: nodeTokenSecret.key,
+            optional: true,
+          },
         },
       });
     }

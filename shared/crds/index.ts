@@ -1,10 +1,11 @@
-/** The custom resources: zod schemas (validated at the boundary) and the CRDs made from them. */
+/** The custom resources: zod schemas (validated at the boundary); the CRDs made from them are generate.ts's (npm run crds), kept out of this index so no function loads the YAML writer. */
 export {
   jointInferenceServiceSpec,
   jointInferenceServiceStatus,
   modelSpec,
   modelStatus,
   hemNames,
+  workerQuality,
   miningModes,
   fallbackPolicies,
   offloadModes,
@@ -13,10 +14,11 @@ export {
   taskKinds,
   boxFormats,
 } from './schemas.js';
-export { customResourceDefinitions, renderCustomResourceDefinitions } from './generate.js';
 export type {
   JointInferenceServiceSpec,
   JointInferenceServiceStatus,
   ModelSpec,
   TaskSpec,
+  HemName,
+  WorkerQuality,
 } from './schemas.js';

@@ -4,10 +4,6 @@
  * Unions are avoided on purpose: Kubernetes structural schemas cannot express them.
  */
 import { z } from 'zod';
-// The one list of miners: what the CRD accepts is what the edge worker can run.
-import { hemNames } from '../inference/hem.js';
-// The edge's quality report, field by field: what the status shows is what the edge may send.
-import { workerQuality } from '../status/worker-message.js';
 
 const dnsLabel = z
   .string()
@@ -23,6 +19,21 @@ const dnsSubdomain = z
     'must be a lowercase RFC 1123 subdomain',
   );
 const fraction = z.number().min(0).max(1);
+
+/**
+ * The one list of miners: what the CRD accepts is what the edge worker can run (shared/inference/
+ * hem.ts implements each name, and fails to compile when one is missing).
+ */
+const hemNames = [
+  'IBT',
+  'Threshold',
+  'CrossEntropy',
+  'Random',
+  'EdgeOnly',
+  'CloudOnly',
+  'Margin',
+] as const;
+type HemName = (typeof hemNames)[number];
 
 const miningModes = ['inference-then-mining', 'mining-then-inference'] as const;
 const fallbackPolicies = ['edge-result', 'error'] as const;
@@ -212,6 +223,61 @@ const workerStatus = z.object({
   failedGeneration: count.optional(),
 });
 
+const share = z.number().min(0).max(1);
+/** Accuracy in percentage points. */
+const points = z.number().min(0).max(100);
+const reportedCount = z.number().int().min(0).max(Number.MAX_SAFE_INTEGER);
+
+/**
+ * What the edge measures of its own accuracy against the cloud and of its inputs' drift. The edge
+ * builds its report with this schema and upstream-status checks it with the same one (the
+ * WorkerMessage, shared/messages/worker-message.ts); the CRD's `status.quality` below is made of
+ * the same fields, so the three cannot disagree on a bound.
+ */
+const workerQuality = z
+  .strictObject({
+    accuracyObjective: points
+      .optional()
+      .describe('Largest accuracy loss against the cloud accepted, in points.'),
+    estimatedEdgeAccuracy: share
+      .optional()
+      .describe("The edge's agreement with the cloud over the recent window."),
+    estimatedJointLoss: points
+      .optional()
+      .describe('Estimated accuracy loss of the joint answers against the cloud, in points.'),
+    cut: share.optional().describe('The hardness cut in force.'),
+    shadowRate: share
+      .optional()
+      .describe('Configured share of edge-answered inputs also sent to the cloud.'),
+    labelled: reportedCount
+      .optional()
+      .describe('Edge/cloud answer pairs in the calibration window.'),
+    driftScore: z.number().min(0).optional().describe('Input drift test statistic.'),
+    driftThreshold: z
+      .number()
+      .min(0)
+      .optional()
+      .describe('Score above which the inputs are taken to drift.'),
+    drifting: z.boolean().optional().describe('The drift detector fires.'),
+    driftWindow: z
+      .number()
+      .int()
+      .min(1)
+      .max(Number.MAX_SAFE_INTEGER)
+      .optional()
+      .describe('Inputs in the drift test window.'),
+    outlierShare: share
+      .optional()
+      .describe("Share of the window's inputs scoring above the reference's 95th percentile."),
+  })
+  // A score says nothing by itself: the DataDrift condition is set from the detector's verdict.
+  .refine((quality) => quality.driftScore === undefined || quality.drifting !== undefined, {
+    message: 'required when driftScore is given',
+    path: ['drifting'],
+  });
+
+type WorkerQuality = z.output<typeof workerQuality>;
+
 /**
  * The latest quality report of the edge (written by upstream-status); the reconciler sets the
  * DataDrift condition from it. Not strict and without the report's refinements: a status is what
@@ -276,6 +342,7 @@ export {
   modelStatus,
   dnsLabel,
   hemNames,
+  workerQuality,
   miningModes,
   fallbackPolicies,
   offloadModes,
@@ -284,4 +351,11 @@ export {
   taskKinds,
   boxFormats,
 };
-export type { JointInferenceServiceSpec, JointInferenceServiceStatus, ModelSpec, TaskSpec };
+export type {
+  JointInferenceServiceSpec,
+  JointInferenceServiceStatus,
+  ModelSpec,
+  TaskSpec,
+  HemName,
+  WorkerQuality,
+};

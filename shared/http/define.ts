@@ -5,8 +5,9 @@
  * through the Broker that is an infinite loop.
  */
 import type { z } from 'zod';
+import type { RuntimeConfig } from '../config/index.js';
 import type { IncomingEvent, OutgoingEvent } from '../events/index.js';
-import type { Logger } from '../telemetry/index.js';
+import type { Logger, Telemetry } from '../telemetry/index.js';
 import { parseInput } from '../schema/index.js';
 
 /** What a handler answers. */
@@ -80,6 +81,15 @@ interface FunctionDefinition {
    */
   readonly errorMessageOnly?: (path: string) => boolean;
 }
+
+/**
+ * What every `functions/<name>/index.ts` default-exports: given the process's runtime settings
+ * and telemetry, the function's definition to serve and how to release what it holds.
+ */
+type FunctionFactory = (runtime: { config: RuntimeConfig; telemetry: Telemetry }) => Promise<{
+  definition: FunctionDefinition;
+  close(): Promise<void>;
+}>;
 
 /**
  * For requests whose body carries binary numbers at a known offset (OIP's binary tensor
@@ -215,6 +225,7 @@ export type {
   Answer,
   EventRoute,
   FunctionDefinition,
+  FunctionFactory,
   HttpMethod,
   HttpRoute,
   RawBody,

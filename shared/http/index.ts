@@ -5,10 +5,8 @@ export { buildServer } from './server.js';
 export type {
   Answer,
   FunctionDefinition,
+  FunctionFactory,
   ReadinessCheck,
-  RequestContext,
-  HttpMethod,
   HttpRoute,
   RawBody,
 } from './define.js';
-export type { ServerOptions } from './server.js';

@@ -3,8 +3,9 @@
  * computed once, then each candidate parameter is scored by what the real miner decides. Used
  * by the calibration command (on the validation split) and by bench/joint (on the test split).
  */
+import type { HemName } from '../crds/index.js';
 import { createMiner } from './hem.js';
-import type { EdgeOutput, HardExampleMiner, HemName, HemParameters } from './hem.js';
+import type { EdgeOutput, HardExampleMiner, HemParameters } from './hem.js';
 import { argmax } from './task.js';
 
 /** Refinement stops short of float noise: parameters closer than this decide alike. */

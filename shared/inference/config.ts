@@ -4,8 +4,10 @@ import { tmpdir } from 'node:os';
 import { z } from 'zod';
 import { readEnv } from '../config/index.js';
 import type { Env } from '../config/index.js';
-import { ConfigError } from '../errors/index.js';
+import { fallbackPolicies, miningModes, offloadModes } from '../crds/index.js';
 import type { TaskSpec } from '../crds/index.js';
+import { ConfigError } from '../errors/index.js';
+import type { EdgeEnvName, ServingEnvName } from '../messages/worker-env.js';
 import type { ModelSource } from './model-source.js';
 import { parseTaskVariable } from './task.js';
 
@@ -38,13 +40,12 @@ const servingSchema = z.object({
 const edgeSchema = z.object({
   HEM_NAME: z.string().default('Threshold'),
   HEM_PARAMETERS: z.string().optional(),
-  MINING_MODE: z
-    .enum(['inference-then-mining', 'mining-then-inference'])
-    .default('inference-then-mining'),
-  OFFLOAD_MODE: z.enum(['sync', 'async']).default('sync'),
+  // The CRD's values, as reconcile-tick copies them from the spec.
+  MINING_MODE: z.enum(miningModes).default('inference-then-mining'),
+  OFFLOAD_MODE: z.enum(offloadModes).default('sync'),
   OFFLOAD_DEADLINE_MS: int(1, 2000),
   OFFLOAD_RETRIES: int(0, 1),
-  CLOUD_FALLBACK: z.enum(['edge-result', 'error']).default('edge-result'),
+  CLOUD_FALLBACK: z.enum(fallbackPolicies).default('edge-result'),
   CLOUD_URL: z.url({ protocol: /^https?$/ }).optional(),
   CLOUD_MODEL_NAME: dnsLabel.default('cloud'),
   BREAKER_FAILURES: int(1, 5),
@@ -83,6 +84,11 @@ const edgeSchema = z.object({
   DRIFT_RAISE: z.coerce.number().min(0).default(5),
   DRIFT_CLEAR: z.coerce.number().min(0).default(2),
 });
+
+// Every variable reconcile-tick writes for the worker config is read here (messages/worker-env.ts):
+// a name dropped or renamed in a schema, or added to the contract, fails to compile.
+const _servingReads: Record<ServingEnvName, z.ZodType> = servingSchema.shape;
+const _edgeReads: Record<EdgeEnvName, z.ZodType> = edgeSchema.shape;
 
 interface ServingConfig {
   modelName: string;
@@ -214,14 +220,5 @@ function loadEdgeConfig(env: Env = process.env) {
   };
 }
 
-/**
- * The V8 flags edge and cloud workers run with: reconcile-tick sets them as NODE_OPTIONS on the
- * workers' Knative Services, and bench/edge-infer runs its worker with them. A worker taking
- * large batches allocates hundreds of MB/s of short-lived objects and buffers; with V8's default
- * young generation it collects it every ~25 ms (`--trace-gc`), and those pauses make the tail of
- * small requests served beside large ones. A 32 MB semi-space collects less often.
- */
-const inferenceNodeOptions = '--max-semi-space-size=32';
-
-export { loadServingConfig, loadEdgeConfig, inferenceNodeOptions };
+export { loadServingConfig, loadEdgeConfig };
 export type { ServingConfig };

@@ -6,6 +6,7 @@
  * inference.hard-example; both reply inference.completed).
  */
 import { z } from 'zod';
+import type { WorkerQuality } from '../crds/index.js';
 import { NotFoundError, UnsupportedMediaTypeError, ValidationError } from '../errors/index.js';
 import { eventTypes, parseMediaType } from '../events/index.js';
 import { decodeJsonBody, defineFunction, onEvent, onRawRequest, onRequest } from '../http/index.js';
@@ -16,7 +17,6 @@ import type {
   RawBody,
   ReadinessCheck,
 } from '../http/index.js';
-import type { WorkerQuality } from '../status/index.js';
 import { localAnswers } from './event-answers.js';
 import type { AnswerOnce } from './event-answers.js';
 import { formatPredictions, parseInstances } from './instances.js';

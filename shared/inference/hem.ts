@@ -9,20 +9,12 @@
  * clears a cut derived from its parameters. A sweep over logged hardness values therefore predicts
  * what `isHard` would have decided, and a budget can rank inputs by the same number.
  */
+// The one list of miners, the CRD's: what a resource may name is what is implemented here.
+import { hemNames } from '../crds/index.js';
+import type { HemName } from '../crds/index.js';
 import { ValidationError } from '../errors/index.js';
 // mulberry32, the generator the trainer seeds with too.
-import { seededRandom } from '../training/random.js';
-
-const hemNames = [
-  'IBT',
-  'Threshold',
-  'CrossEntropy',
-  'Random',
-  'EdgeOnly',
-  'CloudOnly',
-  'Margin',
-] as const;
-type HemName = (typeof hemNames)[number];
+import { seededRandom } from '../random/index.js';
 
 /** What the edge model produced for one input. */
 type EdgeOutput =
@@ -451,5 +443,5 @@ function parseHemParameters(name: HemName, pairs: ParameterPairs): HemParameters
   return out;
 }
 
-export { hemNames, createMiner, defaultParameters, parseHemParameters };
-export type { HemName, EdgeOutput, HemParameters, HardExampleMiner };
+export { createMiner, defaultParameters, parseHemParameters };
+export type { EdgeOutput, HemParameters, HardExampleMiner };

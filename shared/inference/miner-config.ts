@@ -1,7 +1,9 @@
 /** The miner a worker runs, from its configured name and both parameter forms. */
+import { hemNames } from '../crds/index.js';
+import type { HemName } from '../crds/index.js';
 import { ConfigError, ValidationError } from '../errors/index.js';
-import { createMiner, hemNames, parseHemParameters } from './hem.js';
-import type { HardExampleMiner, HemName, HemParameters } from './hem.js';
+import { createMiner, parseHemParameters } from './hem.js';
+import type { HardExampleMiner, HemParameters } from './hem.js';
 
 const typedKeys = ['threshold', 'thresholdImg', 'thresholdBox', 'ratio', 'margin', 'seed'] as const;
 

@@ -1,9 +1,9 @@
 /**
- * What the edge says of its own quality, in the WorkerMessage's terms (shared/status's schema, so
+ * What the edge says of its own quality, in the WorkerMessage's terms (shared/crds's schema, so
  * the report upstream and the `/skew` answer are one shape): the objective and its estimates, the
  * shadow rate, and the drift test. Seed 003's Skew request ("Current skew estimate") is this.
  */
-import type { WorkerQuality } from '../status/index.js';
+import type { WorkerQuality } from '../crds/index.js';
 import { cutHardness } from './objective.js';
 import type { QualityWindow } from './quality-window.js';
 

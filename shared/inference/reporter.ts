@@ -3,10 +3,13 @@
  * them, its quality estimates) as a WorkerMessage, every interval while they change (and at
  * least every `heartbeatEvery` intervals), and once more when it stops. Counts are cumulative per
  * reporter (pod and start time), so a lost or repeated report neither loses nor doubles anything
- * upstream.
+ * upstream. The message, its route and its credentials are upstream-status's contract with the
+ * edge (shared/messages/worker-message.ts).
  */
-import { workerQuality } from '../status/worker-message.js';
-import type { WorkerMessage, WorkerQuality } from '../status/worker-message.js';
+import { workerQuality } from '../crds/index.js';
+import type { WorkerQuality } from '../crds/index.js';
+import { nodeHeader, reportPath } from '../messages/worker-message.js';
+import type { WorkerMessage } from '../messages/worker-message.js';
 import type { Logger } from '../telemetry/index.js';
 import type { WorkerCounters } from './joint.js';
 
@@ -33,7 +36,7 @@ type Output = NonNullable<WorkerMessage['output']>;
 function startReporter(options: ReporterOptions) {
   const send = options.send ?? fetch;
   const endpoint = new URL(
-    `${encodeURIComponent(options.namespace)}/jointinferenceservices/${encodeURIComponent(options.name)}/status`,
+    reportPath(options.namespace, options.name),
     options.url.endsWith('/') ? options.url : `${options.url}/`,
   );
   let sequence = 0;
@@ -41,7 +44,7 @@ function startReporter(options: ReporterOptions) {
   let quiet = 0;
   let refusedQuality = '';
   /**
-   * Checked here with upstream-status's own schema: an estimate out of bounds (a NaN from an empty
+   * Checked here with upstream-status's own schema (the CRD's): an estimate out of bounds (a NaN from an empty
    * window, say) would get the whole report refused, and the counters with it, on every retry.
    */
   const quality = (): WorkerQuality | undefined => {
@@ -92,7 +95,7 @@ function startReporter(options: ReporterOptions) {
         method: 'POST',
         headers: {
           'content-type': 'application/json',
-          'x-edgeai-node': options.node,
+          [nodeHeader]: options.node,
           authorization: `Bearer ${options.token}`,
         },
         body: JSON.stringify(message),

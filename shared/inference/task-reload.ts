@@ -2,11 +2,14 @@
  * Hot reload of the edge worker's mining settings: downstream-sync keeps each node's current
  * task per service in Redis (`tasks:{<node>}:current`); the worker polls its own entry and, when
  * the generation (or the object) changes, swaps in the new miner (and budget target) without a restart. A task it
- * cannot use is logged and the running settings stay.
+ * cannot use is logged and the running settings stay. The record and its key are downstream-sync's
+ * contract with the edge (shared/messages/edge-task.ts).
  */
+import type { z } from 'zod';
+import { ConfigError } from '../errors/index.js';
+import { edgeMiningSpec, edgeTask, nodeKeys } from '../messages/edge-task.js';
+import type { EdgeMiningSpec } from '../messages/edge-task.js';
 import type { RedisClient } from '../redis/index.js';
-// The file, not the index: the index pulls in the controller (and client-node) at start-up.
-import { nodeKeys } from '../sync/streams.js';
 import type { Logger } from '../telemetry/index.js';
 import type { HardExampleMiner } from './hem.js';
 import { minerFromConfig } from './miner-config.js';
@@ -15,15 +18,23 @@ interface ReloadTarget {
   miner: HardExampleMiner;
 }
 
-interface TaskSpec {
-  edgeWorker?: {
-    hardExampleAlgorithm?: { name?: string; parameters?: Record<string, unknown> };
-    workerSpec?: { parameters?: Array<{ key: string; value: string }> };
-  };
+/** `schema`'s reading of `value`, or a ConfigError naming what is wrong with the task. */
+function parseTask<S extends z.ZodType>(
+  schema: S,
+  value: unknown,
+  where: string,
+  prefix = '',
+): z.output<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const reasons = parsed.error.issues.map(
+    (issue) => `${[prefix, ...issue.path.map(String)].filter(Boolean).join('.')}: ${issue.message}`,
+  );
+  throw new ConfigError(`${where}: ${reasons.join('; ')}`);
 }
 
 /** The miner (and budget target) a task's spec asks for. */
-function minerFromTask(spec: TaskSpec): ReturnType<typeof minerFromConfig> {
+function minerFromTask(spec: EdgeMiningSpec): ReturnType<typeof minerFromConfig> {
   const hem = spec.edgeWorker?.hardExampleAlgorithm;
   return minerFromConfig({
     name: hem?.name ?? 'Threshold',
@@ -51,15 +62,12 @@ function watchTask(options: {
   const poll = async () => {
     const text = await options.redis.hget(key, options.service);
     if (text === null) return;
-    const task = JSON.parse(text) as {
-      uid?: string;
-      generation?: number;
-      resource?: { spec?: TaskSpec };
-    };
-    if (task.generation === undefined) return;
-    const version = `${task.uid ?? ''}:${task.generation}`;
+    const where = `task of ${options.service}`;
+    const task = parseTask(edgeTask, JSON.parse(text), where);
+    const version = `${task.uid}:${task.generation}`;
     if (version === loaded) return;
-    const { miner, targetOffloadRatio } = minerFromTask(task.resource?.spec ?? {});
+    const spec = parseTask(edgeMiningSpec, task.resource['spec'] ?? {}, where, 'spec');
+    const { miner, targetOffloadRatio } = minerFromTask(spec);
     options.target.miner = miner;
     options.onBudget?.(targetOffloadRatio);
     loaded = version;

@@ -230,7 +230,9 @@ async function startEdgeWorker({ config, telemetry }: Runtime): Promise<Worker> 
   const warn = (fields: Record<string, unknown>, message: string) =>
     telemetry.log.warn(fields, message);
   const redis: RedisClient | undefined =
-    config.redis.url === undefined ? undefined : requireRedis(config.redis, 'edge-infer', warn);
+    config.redis.url === undefined
+      ? undefined
+      : requireRedis(config.redis, 'edge-infer', telemetry.log);
   // Replicas of one service share a budget window; a worker outside a service has its own.
   const service = edge.service ?? `local/${serving.modelName}`;
   const joint: JointDeps = {

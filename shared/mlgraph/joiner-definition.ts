@@ -11,7 +11,7 @@ import { ValidationError } from '../errors/index.js';
 import { eventTypes } from '../events/index.js';
 import { defineFunction, onEvent, onRequest } from '../http/index.js';
 import type { Answer, FunctionDefinition, ReadinessCheck } from '../http/index.js';
-import { extensions, headers, parseMetadata, puid } from './headers.js';
+import { extensions, headers, parseMetadata, puid, reward } from '../messages/mlgraph.js';
 import type { AddOutcome } from './join-store.js';
 import { resultOf } from './joiner.js';
 import type { Joiner } from './joiner.js';
@@ -93,7 +93,7 @@ function joinerDefinition(deps: {
         method: 'POST',
         path: '/reward',
         // A joiner learns nothing from rewards; the contract still has it take them.
-        body: z.object({ puid, reward: z.number().min(0).max(1) }).strict(),
+        body: reward,
         handle: () => Promise.resolve({ kind: 'accepted' }),
       }),
     ],

@@ -8,7 +8,7 @@
 import { NotFoundError } from '../errors/index.js';
 import { SinkRefusedError, eventTypes } from '../events/index.js';
 import type { Sink } from '../events/index.js';
-import { extensions } from './headers.js';
+import { extensions } from '../messages/mlgraph.js';
 import type { AddOutcome, JoinStore, Joined } from './join-store.js';
 
 /** What a completed or partial join answers with. */

@@ -10,10 +10,8 @@ import { NotFoundError } from '../errors/index.js';
 import { eventTypes } from '../events/index.js';
 import { defineFunction, onEvent, onRequest } from '../http/index.js';
 import type { FunctionDefinition, ReadinessCheck } from '../http/index.js';
-import { extensions, headers, parseMetadata, puid } from './headers.js';
+import { extensions, headers, parseMetadata, puid, reward } from '../messages/mlgraph.js';
 import type { Router } from './router.js';
-
-const reward = z.object({ puid, reward: z.number().min(0).max(1) }).strict();
 
 /** An event's prediction id: ids are unique per source only, so both are in it. */
 function eventPuid(source: string, id: string): string {

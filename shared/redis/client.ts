@@ -66,16 +66,24 @@ function createRedis(config: RedisConfig, onError: (err: Error) => void): RedisC
   return client;
 }
 
+type Warn = (fields: Record<string, unknown>, message: string) => void;
+
+/** Where connection warnings go: a function's logger (its `warn`), or a bare callback. */
+type WarningSink = { warn: Warn } | Warn;
+
 /**
  * The client a function needs from the runtime settings: REDIS_URL is required by the caller
- * (a ConfigError names it), and connection errors become warnings in the function's log.
+ * (a ConfigError names it), and connection errors become warnings in the function's log
+ * (`requireRedis(config.redis, 'router', telemetry.log)`).
  */
 function requireRedis(
   config: Omit<RedisConfig, 'url'> & { url: string | undefined },
   user: string,
-  warn: (fields: Record<string, unknown>, message: string) => void,
+  log: WarningSink,
 ): RedisClient {
   if (config.url === undefined) throw new ConfigError(`REDIS_URL: required by ${user}`);
+  const warn: Warn =
+    typeof log === 'function' ? log : (fields, message) => log.warn(fields, message);
   return createRedis({ ...config, url: config.url }, (err) =>
     warn({ err: err.message }, 'redis connection error'),
   );

@@ -9,5 +9,5 @@ export {
 } from './client.js';
 export { hashTag, key } from './keys.js';
 export { defineIdempotentScript } from './idempotency.js';
-export type { RedisClient, RedisConfig, LuaScript } from './client.js';
-export type { Delivery, IdempotentOutcome } from './idempotency.js';
+export type { RedisClient, LuaScript } from './client.js';
+export type { Delivery } from './idempotency.js';

@@ -41,4 +41,3 @@ function parseInput<S extends z.ZodType>(schema: S, input: unknown, label: Label
 }
 
 export { parseInput, describeIssues };
-export type { Label };

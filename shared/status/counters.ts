@@ -17,10 +17,11 @@
  * The totals hash also keeps the service's latest quality report (`quality.*`): one snapshot per
  * service, whichever reporter or replica sent it, as the edge's estimates are not additive.
  */
+import { workerQuality } from '../crds/index.js';
+import type { WorkerQuality } from '../crds/index.js';
+import type { WorkerMessage } from '../messages/worker-message.js';
 import { defineIdempotentScript, hashTag, key } from '../redis/index.js';
 import type { RedisClient } from '../redis/index.js';
-import { workerQuality } from './worker-message.js';
-import type { WorkerMessage, WorkerQuality } from './worker-message.js';
 
 const counterNames = ['uploaded', 'inferenceNumber', 'hardExampleNumber', 'shadowNumber'] as const;
 type CounterName = (typeof counterNames)[number];

@@ -6,10 +6,15 @@ import { ValidationError } from '../errors/index.js';
 import { eventTypes } from '../events/index.js';
 import { defineFunction, onEvent, onRequest } from '../http/index.js';
 import type { FunctionDefinition, ReadinessCheck } from '../http/index.js';
+import {
+  parseSubject,
+  reportRoute,
+  serviceParams,
+  workerMessage,
+} from '../messages/worker-message.js';
 import { authenticateBearer, authenticateSignature } from './node-auth.js';
 import type { NodeTokens } from './node-auth.js';
 import type { Upstream } from './upstream.js';
-import { parseSubject, serviceParams, workerMessage } from './worker-message.js';
 
 function upstreamStatusDefinition(deps: {
   upstream: Upstream;
@@ -24,7 +29,7 @@ function upstreamStatusDefinition(deps: {
     routes: [
       onRequest({
         method: 'POST',
-        path: '/:namespace/jointinferenceservices/:name/status',
+        path: reportRoute,
         params: serviceParams,
         body: workerMessage,
         async handle({ params, body }, ctx) {

@@ -1,11 +1,7 @@
-/** upstream-status: authenticated edge reports, exact counters, conflict-retried status writes. */
-export {
-  workerMessage,
-  workerQuality,
-  workerStates,
-  serviceParams,
-  parseSubject,
-} from './worker-message.js';
+/**
+ * upstream-status: authenticated edge reports, exact counters, conflict-retried status writes.
+ * The report itself (WorkerMessage) is shared/messages's; its quality part is shared/crds's.
+ */
 export {
   secretTokens,
   authenticateBearer,
@@ -17,7 +13,6 @@ export { createReportCounters, counterNames } from './counters.js';
 export { coalescing } from './coalesce.js';
 export { createUpstream, statusFromTotals } from './upstream.js';
 export { loadUpstreamConfig } from './config.js';
-export type { WorkerMessage, WorkerQuality, WorkerState } from './worker-message.js';
 export type { NodeTokens } from './node-auth.js';
 export type { ReportCounters, Reporter, Totals } from './counters.js';
 export type { Upstream, UpstreamOptions, ReportInput, ReportResult } from './upstream.js';

@@ -8,6 +8,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { NotFoundError, UnauthorizedError } from '../errors/index.js';
 import type { Kube } from '../k8s/index.js';
+import { nodeHeader, nodeTokenSecret } from '../messages/worker-message.js';
 
 interface NodeTokens {
   /** The node's token, or undefined when the node has none (unknown node). */
@@ -17,7 +18,7 @@ interface NodeTokens {
 const nodeName = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 function secretName(node: string): string {
-  return `edgeai-node-${node}`;
+  return nodeTokenSecret.name(node);
 }
 
 /**
@@ -40,7 +41,7 @@ function secretTokens(
     let token: Buffer | undefined;
     try {
       const secret = await kube.get({ kind: 'secret', namespace, name: secretName(node) });
-      const data = (secret['data'] as Record<string, string> | undefined)?.['token'];
+      const data = (secret['data'] as Record<string, string> | undefined)?.[nodeTokenSecret.key];
       token = data === undefined || data === '' ? undefined : Buffer.from(data, 'base64');
     } catch (err) {
       if (!(err instanceof NotFoundError)) throw err;
@@ -98,7 +99,7 @@ async function authenticateBearer(
     const value = headers[name];
     return Array.isArray(value) ? value[0] : value;
   };
-  const node = checkNodeName(header('x-edgeai-node'), 'X-Edgeai-Node header');
+  const node = checkNodeName(header(nodeHeader), 'X-Edgeai-Node header');
   const authorization = header('authorization');
   const match =
     authorization === undefined ? null : /^Bearer ([\x21-\x7e]{1,512})$/.exec(authorization);

@@ -16,10 +16,10 @@ import {
 import { covers, placementNodes } from '../controller/index.js';
 import type { ServiceObject } from '../controller/index.js';
 import type { Kube, KubeObject } from '../k8s/index.js';
+import type { WorkerMessage } from '../messages/worker-message.js';
 import { coalescing } from './coalesce.js';
 import { qualityNames } from './counters.js';
 import type { ReportCounters, Totals } from './counters.js';
-import type { WorkerMessage } from './worker-message.js';
 
 interface UpstreamOptions {
   kube: Kube;

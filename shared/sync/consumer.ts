@@ -6,9 +6,9 @@
  * acknowledged (nothing is left to apply) and counted as lost, and the edge resynchronises from
  * the node's `current` hash.
  */
+import { nodeKeys } from '../messages/edge-task.js';
 import { luaScript, runScript } from '../redis/index.js';
 import type { RedisClient } from '../redis/index.js';
-import { nodeKeys } from './streams.js';
 import type { Operation, Task } from './task.js';
 
 interface DeliveredTask extends Task {

@@ -1,6 +1,6 @@
 /** downstream-sync: versioned, acknowledged task delivery to edge nodes. */
 export { operations, taskVersion, taskOf } from './task.js';
-export { createTaskStreams, nodeKeys } from './streams.js';
+export { createTaskStreams } from './streams.js';
 export { createTaskConsumer } from './consumer.js';
 export {
   createLocalControllerClient,

@@ -7,20 +7,22 @@
  * `current` holds each service's latest task for a node that starts from nothing.
  */
 import type { KubeObject } from '../k8s/index.js';
-import { hashTag, key, luaScript, runScript } from '../redis/index.js';
+// The key layout and the record are the edge's contract too (shared/messages/edge-task.ts).
+import { nodeKeys } from '../messages/edge-task.js';
+import type { EdgeTask } from '../messages/edge-task.js';
+import { luaScript, runScript } from '../redis/index.js';
 import type { RedisClient } from '../redis/index.js';
 import type { Operation, Task } from './task.js';
 import { taskVersion } from './task.js';
 
-function nodeKeys(node: string) {
-  const tag = hashTag(node);
+/** The record stored for the edge: the task without what only this side uses. */
+function edgeTaskRecord(task: Omit<Task, 'operation'>): EdgeTask {
   return {
-    stream: key('tasks', tag, 'stream'),
-    versions: key('tasks', tag, 'versions'),
-    current: key('tasks', tag, 'current'),
-    localController: key('tasks', tag, 'local-controller'),
-    localControllerEpoch: key('tasks', tag, 'local-controller-epoch'),
-    dead: key('tasks', tag, 'dead'),
+    namespace: task.namespace,
+    name: task.name,
+    uid: task.uid,
+    generation: task.generation,
+    resource: task.resource,
   };
 }
 
@@ -249,13 +251,7 @@ function createTaskStreams(redis: RedisClient, options: { maxLength: number }): 
           task.uid,
           String(task.generation),
           task.placement,
-          JSON.stringify({
-            namespace: task.namespace,
-            name: task.name,
-            uid: task.uid,
-            generation: task.generation,
-            resource: task.resource,
-          }),
+          JSON.stringify(edgeTaskRecord(task)),
           String(options.maxLength),
           task.created,
         ],
@@ -317,5 +313,5 @@ function createTaskStreams(redis: RedisClient, options: { maxLength: number }): 
   };
 }
 
-export { createTaskStreams, nodeKeys, storedOperation, taskVersion };
+export { createTaskStreams, storedOperation, taskVersion };
 export type { TaskStreams, Offer, Placement, LocalControllerPending };

@@ -2,18 +2,16 @@
  * The task downstream-sync sends to an edge node: seed 000's "body same as the task CRD", with
  * the operation and the version (uid, generation) that orders deliveries. Updates are tasks too
  * (Sedna's edge drops them); a delete carries the last spec so the edge knows what it removes.
+ * What is stored for the edge is the record of shared/messages/edge-task.ts.
  */
 import type { KubeObject } from '../k8s/index.js';
+import type { EdgeTask } from '../messages/edge-task.js';
 
 const operations = ['insert', 'update', 'delete'] as const;
 type Operation = (typeof operations)[number];
 
-interface Task {
+interface Task extends EdgeTask {
   operation: Operation;
-  namespace: string;
-  name: string;
-  uid: string;
-  generation: number;
   /** The resource as the API server had it (status dropped: it is not the edge's business). */
   resource: KubeObject;
   /** metadata.creationTimestamp: which of two objects of one name is the newer. */

@@ -110,4 +110,4 @@ function defineMetrics(telemetry: Pick<Telemetry, 'registry'>) {
 }
 
 export { createTelemetry, defineMetrics };
-export type { Telemetry, TelemetryOptions, Logger };
+export type { Telemetry, Logger };

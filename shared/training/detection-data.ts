@@ -27,7 +27,7 @@
  */
 import { loadMnist, pixels } from './data.js';
 import type { Split } from './data.js';
-import { seededRandom, shuffle } from './random.js';
+import { seededRandom, shuffle } from '../random/index.js';
 
 /** Canvas side in pixels. */
 const canvasSize = 64;

@@ -15,7 +15,7 @@ import type { ScoredBox } from './detection-metrics.js';
 import { meanAveragePrecision } from './detection-metrics.js';
 import { Adam, Network } from './network.js';
 import type { LayerSpec } from './network.js';
-import { seededRandom, shuffle } from './random.js';
+import { seededRandom, shuffle } from '../random/index.js';
 import { nonMaxSuppression } from '../inference/nms.js';
 import type { NmsOptions } from '../inference/nms.js';
 

@@ -7,7 +7,7 @@
  * install on these machines, and pure tfjs adds ~360 MB of packages and trains our CNN several
  * times slower than these typed-array loops. Doubles throughout; the ONNX export is float32.
  */
-import { normal } from './random.js';
+import { normal } from '../random/index.js';
 
 /** [channels, height, width] for images, [features] after flattening. */
 type Shape = readonly number[];

@@ -38,7 +38,7 @@
  * two past its box, and occlusion may erase a digit whose box remains: the boxes are left as they
  * are for those, which makes them harder rather than wrong.
  */
-import { normal, seededRandom } from './random.js';
+import { normal, seededRandom } from '../random/index.js';
 
 type PerturbationKind =
   'noise' | 'translation' | 'rotation' | 'blur' | 'dilation' | 'occlusion' | 'contrast';

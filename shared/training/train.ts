@@ -7,7 +7,7 @@ import type { Split } from './data.js';
 import { pixels } from './data.js';
 import { Adam, Network } from './network.js';
 import type { LayerSpec } from './network.js';
-import { seededRandom, shuffle } from './random.js';
+import { seededRandom, shuffle } from '../random/index.js';
 
 interface TrainOptions {
   layers: readonly LayerSpec[];

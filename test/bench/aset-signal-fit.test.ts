@@ -7,7 +7,7 @@ import {
   plantEffect,
 } from '../../bench/aset-signal/fit.js';
 import type { Sample } from '../../bench/aset-signal/fit.js';
-import { seededRandom } from '../../shared/training/random.js';
+import { seededRandom } from '../../shared/random/index.js';
 
 /** Decisions of `groups` seeds: 4-feature states; gains of 3 candidates, noise of +-`noise`. */
 function synthetic(groups: number, perGroup: number, noise: number, signal: boolean): Sample[] {

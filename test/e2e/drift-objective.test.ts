@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { workerQuality } from '../../shared/crds/index.js';
 import { buildServer } from '../../shared/http/index.js';
 import {
   WorkerCounters,
@@ -20,7 +21,6 @@ import { createOutlierScorer, parseDriftReference } from '../../shared/inference
 import { qualityReport } from '../../shared/inference/quality-report.js';
 import { createQualityWindow } from '../../shared/inference/quality-window.js';
 import { createShadow } from '../../shared/inference/shadow.js';
-import { workerQuality } from '../../shared/status/index.js';
 import { loadMnist, pixels } from '../../shared/training/data.js';
 import { perturbImages, perturbationSuite } from '../../shared/training/perturb.js';
 import { capturedTelemetry, listen } from '../support/http.js';

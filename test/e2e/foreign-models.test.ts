@@ -28,7 +28,7 @@ import type {
   TaskAdapter,
   TensorSpec,
 } from '../../shared/inference/index.js';
-import { seededRandom } from '../../shared/training/random.js';
+import { seededRandom } from '../../shared/random/index.js';
 import { capturedTelemetry, listen } from '../support/http.js';
 import type { Listening } from '../support/http.js';
 

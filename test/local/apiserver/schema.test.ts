@@ -17,7 +17,7 @@ import {
   validate,
 } from '../../../local/apiserver/schema.js';
 import type { FieldError, StructuralSchema } from '../../../local/apiserver/schema.js';
-import { customResourceDefinitions } from '../../../shared/crds/index.js';
+import { customResourceDefinitions } from '../../../shared/crds/generate.js';
 
 type Json = Record<string, unknown>;
 

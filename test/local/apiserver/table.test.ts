@@ -4,7 +4,7 @@
  * core kinds' printers, and kube's own HumanDuration and table convertor cases.
  */
 import { describe, expect, it } from 'vitest';
-import { customResourceDefinitions } from '../../../shared/crds/index.js';
+import { customResourceDefinitions } from '../../../shared/crds/generate.js';
 import { ApiError } from '../../../local/apiserver/store.js';
 import type { KubeObject } from '../../../local/apiserver/store.js';
 import { servedTypes } from '../../../local/apiserver/types.js';

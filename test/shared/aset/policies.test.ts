@@ -19,7 +19,7 @@ import type {
   Worker,
 } from '../../../shared/aset/types.js';
 import { cluster, worker as fixture } from '../../support/aset.js';
-import { seededRandom } from '../../../shared/training/random.js';
+import { seededRandom } from '../../../shared/random/index.js';
 
 /** A worker of its own model on `on`, with D_v from `fixedDelayMs` to `maxDelayMs`. */
 function worker(

@@ -2,18 +2,13 @@
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import {
-  desiredState,
-  mergeConditions,
-  reconcile,
-  restartDecision,
-} from '../../../shared/controller/index.js';
-import type {
-  Action,
-  Role,
-  ServiceObject,
-  WorkerSettings,
-} from '../../../shared/controller/index.js';
+import { mergeConditions } from '../../../shared/controller/conditions.js';
+import { desiredState } from '../../../shared/controller/desired.js';
+import type { WorkerSettings } from '../../../shared/controller/desired.js';
+import { reconcile } from '../../../shared/controller/reconcile.js';
+import type { Action } from '../../../shared/controller/reconcile.js';
+import { restartDecision } from '../../../shared/controller/restart.js';
+import type { Role, ServiceObject } from '../../../shared/controller/types.js';
 import type { KubeObject } from '../../../shared/k8s/index.js';
 import { mergePatch } from '../../../local/apiserver/index.js';
 

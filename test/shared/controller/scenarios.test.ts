@@ -3,7 +3,8 @@
  * development API server: the test plays Knative Serving's part by marking worker Services ready.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createReconciler, labels } from '../../../shared/controller/index.js';
+import { createReconciler } from '../../../shared/controller/index.js';
+import { labels } from '../../../shared/controller/types.js';
 import type { Reconciler, ServiceObject } from '../../../shared/controller/index.js';
 import type { KubeObject } from '../../../shared/k8s/index.js';
 import { startApiServer } from '../../support/apiserver.js';

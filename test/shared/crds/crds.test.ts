@@ -3,9 +3,11 @@ import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import {
   customResourceDefinitions,
+  renderCustomResourceDefinitions,
+} from '../../../shared/crds/generate.js';
+import {
   jointInferenceServiceSpec,
   jointInferenceServiceStatus,
-  renderCustomResourceDefinitions,
 } from '../../../shared/crds/index.js';
 import { parseInput } from '../../../shared/schema/index.js';
 

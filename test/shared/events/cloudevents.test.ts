@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { ValidationError } from '../../../shared/errors/index.js';
+import { isEventType } from '../../../shared/events/catalogue.js';
 import {
   decodeEvent,
   encodeBinary,
   eventTypes,
-  isEventType,
   parseMediaType,
 } from '../../../shared/events/index.js';
 

@@ -1,7 +1,7 @@
 /** Offload-budget mode with a real Redis: replicas share one cut that holds the target under drift. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBudget } from '../../../shared/inference/index.js';
-import { seededRandom } from '../../../shared/training/random.js';
+import { seededRandom } from '../../../shared/random/index.js';
 import { capturedTelemetry } from '../../support/http.js';
 import { testRedis } from '../../support/redis.js';
 import type { TestRedis } from '../../support/redis.js';

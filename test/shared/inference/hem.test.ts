@@ -5,19 +5,15 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { hemNames } from '../../../shared/crds/index.js';
+import type { HemName } from '../../../shared/crds/index.js';
 import { ValidationError } from '../../../shared/errors/index.js';
 import {
   createMiner,
   defaultParameters,
-  hemNames,
   parseHemParameters,
 } from '../../../shared/inference/hem.js';
-import type {
-  EdgeOutput,
-  HardExampleMiner,
-  HemName,
-  HemParameters,
-} from '../../../shared/inference/hem.js';
+import type { EdgeOutput, HardExampleMiner, HemParameters } from '../../../shared/inference/hem.js';
 
 const cls = (...probabilities: number[]): EdgeOutput => ({ kind: 'classification', probabilities });
 const det = (...scores: number[]): EdgeOutput => ({

@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { route, strategy } from '../../../shared/mlgraph/strategies.js';
 import type { ArmStats, Strategy } from '../../../shared/mlgraph/strategies.js';
-import { normal, seededRandom } from '../../../shared/training/random.js';
+import { normal, seededRandom } from '../../../shared/random/index.js';
 
 const children = ['small', 'medium', 'large'];
 

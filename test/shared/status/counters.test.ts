@@ -3,9 +3,10 @@
  * counters belong to the node that reports them, and the latest quality report stands.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { WorkerQuality } from '../../../shared/crds/index.js';
+import type { WorkerMessage } from '../../../shared/messages/worker-message.js';
 import { hashTag, key } from '../../../shared/redis/index.js';
 import { createReportCounters } from '../../../shared/status/index.js';
-import type { WorkerMessage, WorkerQuality } from '../../../shared/status/index.js';
 import { testRedis } from '../../support/redis.js';
 import type { TestRedis } from '../../support/redis.js';
 

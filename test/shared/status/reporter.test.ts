@@ -3,16 +3,17 @@
  * what it sends passes the one schema and reaches the status; a new estimate is news.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { WorkerQuality } from '../../../shared/crds/index.js';
 import { buildServer } from '../../../shared/http/index.js';
 import { WorkerCounters, startReporter } from '../../../shared/inference/index.js';
+import { workerMessage } from '../../../shared/messages/worker-message.js';
+import type { WorkerMessage } from '../../../shared/messages/worker-message.js';
 import {
   createReportCounters,
   createUpstream,
   secretTokens,
   upstreamStatusDefinition,
-  workerMessage,
 } from '../../../shared/status/index.js';
-import type { WorkerMessage, WorkerQuality } from '../../../shared/status/index.js';
 import { startApiServer } from '../../support/apiserver.js';
 import type { TestApiServer } from '../../support/apiserver.js';
 import { capturedTelemetry, listen } from '../../support/http.js';

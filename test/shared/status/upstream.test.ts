@@ -15,7 +15,7 @@ import {
   upstreamStatusDefinition,
 } from '../../../shared/status/index.js';
 import type { ReportCounters } from '../../../shared/status/index.js';
-import { seededRandom } from '../../../shared/training/random.js';
+import { seededRandom } from '../../../shared/random/index.js';
 import { startApiServer } from '../../support/apiserver.js';
 import { helmetDetectionSample } from '../../support/samples.js';
 import type { TestApiServer } from '../../support/apiserver.js';

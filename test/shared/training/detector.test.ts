@@ -28,7 +28,7 @@ import {
   trainDetector,
 } from '../../../shared/training/detector.js';
 import { exportDetectorOnnx, importDetectorOnnx } from '../../../shared/training/onnx-export.js';
-import { seededRandom } from '../../../shared/training/random.js';
+import { seededRandom } from '../../../shared/random/index.js';
 
 const models = new URL('../../../models/', import.meta.url);
 

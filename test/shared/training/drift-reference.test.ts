@@ -10,7 +10,7 @@ import type { DriftReference } from '../../../shared/inference/outlier.js';
 import { loadMnist, pixels } from '../../../shared/training/data.js';
 import { fitDriftReference, planPooling } from '../../../shared/training/drift-reference.js';
 import { perturbImages } from '../../../shared/training/perturb.js';
-import { normal, seededRandom } from '../../../shared/training/random.js';
+import { normal, seededRandom } from '../../../shared/random/index.js';
 
 const models = new URL('../../../models/', import.meta.url);
 const committed = (file: string): DriftReference =>

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { Network } from '../../../shared/training/network.js';
 import type { LayerSpec } from '../../../shared/training/network.js';
-import { seededRandom } from '../../../shared/training/random.js';
+import { seededRandom } from '../../../shared/random/index.js';
 
 function numericCheck(inShape: number[], specs: LayerSpec[], seed: number): number {
   const net = new Network(inShape, specs);

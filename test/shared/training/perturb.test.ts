@@ -4,7 +4,7 @@
  * result can be worked out by hand.
  */
 import { describe, expect, it } from 'vitest';
-import { seededRandom } from '../../../shared/training/random.js';
+import { seededRandom } from '../../../shared/random/index.js';
 import {
   detectionSuite,
   perturbImages,

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import { Network } from '../../../shared/training/network.js';
 import type { LayerSpec } from '../../../shared/training/network.js';
 import { exportOnnx, importOnnx, onnxSignature } from '../../../shared/training/onnx-export.js';
-import { seededRandom } from '../../../shared/training/random.js';
+import { seededRandom } from '../../../shared/random/index.js';
 
 const models = new URL('../../../models/', import.meta.url);
 

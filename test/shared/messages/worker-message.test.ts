@@ -1,7 +1,8 @@
 /** The report's schema, as both the edge worker and upstream-status use it. */
 import { describe, expect, it } from 'vitest';
-import { workerMessage, workerQuality } from '../../../shared/status/index.js';
-import type { WorkerQuality } from '../../../shared/status/index.js';
+import { workerQuality } from '../../../shared/crds/index.js';
+import type { WorkerQuality } from '../../../shared/crds/index.js';
+import { workerMessage } from '../../../shared/messages/worker-message.js';
 
 const base = { phase: 'Inference', status: 'Running' };
 const withTaskInfo = (taskInfo: Record<string, number>) => ({ ...base, output: { taskInfo } });

@@ -5,8 +5,15 @@
  * makes a duplicate or reordered report harmless: the total only moves by what a reporter's
  * counter grew. `quality` is not a counter but a snapshot of the edge's own estimates: the
  * latest one received stands.
+ *
+ * One contract, both ends: shared/inference/reporter.ts builds a `WorkerMessage` and posts it to
+ * `reportPath`, naming its node in `nodeHeader` and proving it with the Secret `nodeTokenSecret`
+ * (which reconcile-tick mounts into the worker); upstream-status (shared/status) parses the body
+ * with `workerMessage`, the path with `serviceParams` (the event form's subject with
+ * `parseSubject`) and reads the token from the same Secret.
  */
 import { z } from 'zod';
+import { workerQuality } from '../crds/index.js';
 
 const workerStates = ['Pending', 'Running', 'Completed', 'Failed'] as const;
 type WorkerState = (typeof workerStates)[number];
@@ -23,57 +30,6 @@ const state = z.string().transform((value, ctx): WorkerState => {
   }
   return found;
 });
-
-const share = z.number().min(0).max(1);
-/** Accuracy in percentage points. */
-const points = z.number().min(0).max(100);
-
-/**
- * What the edge measures of its own accuracy against the cloud and of its inputs' drift. The edge
- * builds its report with this schema and upstream-status checks it with the same one; the CRD's
- * `status.quality` is made of the same fields, so the three cannot disagree on a bound.
- */
-const workerQuality = z
-  .strictObject({
-    accuracyObjective: points
-      .optional()
-      .describe('Largest accuracy loss against the cloud accepted, in points.'),
-    estimatedEdgeAccuracy: share
-      .optional()
-      .describe("The edge's agreement with the cloud over the recent window."),
-    estimatedJointLoss: points
-      .optional()
-      .describe('Estimated accuracy loss of the joint answers against the cloud, in points.'),
-    cut: share.optional().describe('The hardness cut in force.'),
-    shadowRate: share
-      .optional()
-      .describe('Configured share of edge-answered inputs also sent to the cloud.'),
-    labelled: count.optional().describe('Edge/cloud answer pairs in the calibration window.'),
-    driftScore: z.number().min(0).optional().describe('Input drift test statistic.'),
-    driftThreshold: z
-      .number()
-      .min(0)
-      .optional()
-      .describe('Score above which the inputs are taken to drift.'),
-    drifting: z.boolean().optional().describe('The drift detector fires.'),
-    driftWindow: z
-      .number()
-      .int()
-      .min(1)
-      .max(Number.MAX_SAFE_INTEGER)
-      .optional()
-      .describe('Inputs in the drift test window.'),
-    outlierShare: share
-      .optional()
-      .describe("Share of the window's inputs scoring above the reference's 95th percentile."),
-  })
-  // A score says nothing by itself: the DataDrift condition is set from the detector's verdict.
-  .refine((quality) => quality.driftScore === undefined || quality.drifting !== undefined, {
-    message: 'required when driftScore is given',
-    path: ['drifting'],
-  });
-
-type WorkerQuality = z.output<typeof workerQuality>;
 
 const workerMessage = z.strictObject({
   id: z.string().regex(token, 'must be 1-128 of [A-Za-z0-9._:-]').optional(),
@@ -129,18 +85,31 @@ const workerMessage = z.strictObject({
           },
         )
         .optional(),
+      // The CRD's own schema: what the status shows is what the edge may send.
       quality: workerQuality.optional(),
     })
     .nullable()
     .optional(),
 });
 
+/**
+ * A report as upstream-status reads it. The edge builds one of these too: every value of it is
+ * also one the schema accepts (the state is already one of `workerStates`, the worker is given).
+ */
 type WorkerMessage = z.output<typeof workerMessage>;
 
 const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const dnsSubdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
-/** `/:namespace/jointinferenceservices/:name/status` path parameters. */
+/** The report's HTTP route on upstream-status. */
+const reportRoute = '/:namespace/jointinferenceservices/:name/status';
+
+/** `reportRoute` for one service, relative to upstream-status's base URL. */
+function reportPath(namespace: string, name: string): string {
+  return `${encodeURIComponent(namespace)}/jointinferenceservices/${encodeURIComponent(name)}/status`;
+}
+
+/** `reportRoute`'s path parameters. */
 const serviceParams = z.object({
   namespace: z.string().max(63).regex(dnsLabel, 'must be a lowercase RFC 1123 label'),
   name: z.string().max(253).regex(dnsSubdomain, 'must be a lowercase RFC 1123 subdomain'),
@@ -154,5 +123,26 @@ function parseSubject(subject: string | undefined): z.output<typeof serviceParam
   return parsed.success ? parsed.data : undefined;
 }
 
-export { workerMessage, workerQuality, workerStates, serviceParams, parseSubject };
-export type { WorkerMessage, WorkerQuality, WorkerState };
+/** The HTTP form's header naming the reporting node (beside `Authorization: Bearer <token>`). */
+const nodeHeader = 'x-edgeai-node';
+
+/**
+ * Each edge node's token: the key `token` of the Secret `edgeai-node-<node>`, in the namespace
+ * upstream-status reads; reconcile-tick mounts the same Secret into the edge worker.
+ */
+const nodeTokenSecret = {
+  name: (node: string): string => `edgeai-node-${node}`,
+  key: 'token',
+} as const;
+
+export {
+  workerMessage,
+  workerStates,
+  reportRoute,
+  reportPath,
+  serviceParams,
+  parseSubject,
+  nodeHeader,
+  nodeTokenSecret,
+};
+export type { WorkerMessage, WorkerState };

@@ -1,5 +1,6 @@
 /**
- * The ML-graph data plane's metadata. The contract spells them `mlgraph/route`,
+ * The ML-graph data plane's metadata, and the reward every node of a graph takes: one contract
+ * for the router and the joiner (shared/mlgraph) and whoever calls them. The contract spells them `mlgraph/route`,
  * `mlgraph/pending-requests`; a "/" cannot appear in an HTTP header name (RFC 9110 token), so
  * over HTTP they are `mlgraph-route` and so on, and as CloudEvent extension attributes, which
  * are at most 20 lower-case alphanumerics, `mlgraphroute`, `mlgraphpuid`, `mlgraphsource` and
@@ -52,4 +53,10 @@ function parseMetadata<S extends z.ZodType>(schema: S, value: unknown, name: str
   return result.data;
 }
 
-export { headers, extensions, puid, parseMetadata };
+/**
+ * `POST /reward` and the `io.edgeai.mlgraph.reward` event: a prediction's reward in [0, 1]. The
+ * router learns from it; a joiner takes it (the contract has every node take it) and ignores it.
+ */
+const reward = z.object({ puid, reward: z.number().min(0).max(1) }).strict();
+
+export { headers, extensions, puid, parseMetadata, reward };

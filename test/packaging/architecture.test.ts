@@ -1,0 +1,84 @@
+/**
+ * The layering has one source, layers.json (eslint.config.js enforces it): the diagram in
+ * docs/architecture.md must say the same, every domain under shared/ must be on a layer, and the
+ * lint rule must actually refuse an import that breaks it.
+ */
+import { readFileSync, readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { ESLint } from 'eslint';
+import { describe, expect, it } from 'vitest';
+import layers from '../../layers.json' with { type: 'json' };
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+/** The subgraphs of the document's mermaid diagram, in order, with their nodes. */
+function diagramLayers(): string[][] {
+  const text = readFileSync(`${root}docs/architecture.md`, 'utf8');
+  const mermaid = /```mermaid\n([\s\S]*?)```/.exec(text)?.[1] ?? '';
+  const found: string[][] = [];
+  let current: string[] | undefined;
+  for (const raw of mermaid.split('\n')) {
+    const line = raw.trim();
+    if (line.startsWith('subgraph ')) current = [];
+    else if (line === 'end' && current !== undefined) {
+      found.push(current);
+      current = undefined;
+    } else if (current !== undefined && line !== '') current.push(line);
+  }
+  return found;
+}
+
+describe('the layering of shared/', () => {
+  it('is drawn in docs/architecture.md exactly as layers.json says', () => {
+    expect(diagramLayers()).toEqual(layers.shared);
+  });
+
+  it('puts every domain under shared/ on exactly one layer', () => {
+    const domains = readdirSync(`${root}shared`, { withFileTypes: true })
+      .filter((entry) => entry.isDirectory())
+      .map((entry) => entry.name)
+      .sort();
+    const placed = layers.shared.flat();
+    expect([...placed].sort()).toEqual(domains);
+    expect(new Set(placed).size).toBe(placed.length);
+  });
+
+  it('is enforced by the lint: an upward, a serving-path and a trainer import are refused', async () => {
+    const eslint = new ESLint({ cwd: root });
+    // The text is linted as if it were that (existing) file's: the type-aware parser needs a
+    // file of the project.
+    const lint = async (file: string, code: string) => {
+      const [result] = await eslint.lintText(code, { filePath: `${root}${file}` });
+      return (result?.messages ?? [])
+        .filter((m) => m.ruleId === 'no-restricted-imports')
+        .map((m) => m.message);
+    };
+    expect(
+      await lint(
+        'shared/crds/index.ts',
+        "import { x } from '../inference/hem.js';\nexport { x };\n",
+      ),
+    ).toEqual([expect.stringContaining('shared/crds is on layer')]);
+    expect(
+      await lint(
+        'shared/inference/index.ts',
+        "import { x } from '../errors/index.js';\nexport { x };\n",
+      ),
+    ).toEqual([]);
+    expect(
+      await lint(
+        'shared/http/index.ts',
+        "import { x } from '../../local/index.js';\nexport { x };\n",
+      ),
+    ).toEqual([expect.stringContaining('never imports bin/, bench/, test/, local/')]);
+    expect(
+      await lint('shared/inference/index.ts', "import { x } from 'onnx-proto';\nexport { x };\n"),
+    ).toEqual([expect.stringContaining('offline tools')]);
+    expect(
+      await lint(
+        'functions/router/index.ts',
+        "import type { X } from '../../bin/serve.js';\nexport type { X };\n",
+      ),
+    ).toEqual([expect.stringContaining('a function imports only shared/')]);
+  });
+});

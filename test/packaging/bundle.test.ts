@@ -1,0 +1,48 @@
+/**
+ * The layering where it matters: what each function's container loads from the image's bundle
+ * (esbuild's metafile, built as `npm run bundle` builds it). No function loads the trainer,
+ * onnx-proto, the local stack, bench or test code, or a domain only other functions need
+ * (bench/support/bundle-rules.ts); `npm run bench -- bundle` prints the sizes.
+ */
+import { fileURLToPath } from 'node:url';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { buildBundle, functionBundles } from '../../bench/support/bundle-graph.js';
+import type { FunctionBundle } from '../../bench/support/bundle-graph.js';
+import { unneededModules } from '../../bench/support/bundle-rules.js';
+
+const root = fileURLToPath(new URL('../../', import.meta.url));
+
+describe('the image bundle, per function', () => {
+  let bundles: FunctionBundle[];
+  beforeAll(async () => {
+    bundles = functionBundles(await buildBundle(root));
+  }, 120_000);
+
+  it('has one entry chunk per function', () => {
+    expect(bundles.map((b) => b.name)).toEqual([
+      'aset-scheduler',
+      'cloud-infer',
+      'downstream-sync',
+      'edge-infer',
+      'joiner',
+      'reconcile-tick',
+      'router',
+      'upstream-status',
+    ]);
+  });
+
+  it('loads nothing of another domain a function does not need', () => {
+    const unneeded = Object.fromEntries(bundles.map((b) => [b.name, unneededModules(b)]));
+    expect(unneeded).toEqual(Object.fromEntries(bundles.map((b) => [b.name, []])));
+  });
+
+  it('still loads what each function is for (the rules are not vacuous)', () => {
+    const has = (name: string, prefix: string) =>
+      bundles.find((b) => b.name === name)?.modules.some((m) => m.startsWith(prefix));
+    expect(has('aset-scheduler', 'shared/aset/')).toBe(true);
+    expect(has('edge-infer', 'shared/inference/')).toBe(true);
+    expect(has('edge-infer', 'shared/aset/')).toBe(false);
+    expect(has('router', 'shared/mlgraph/')).toBe(true);
+    expect(has('reconcile-tick', 'shared/controller/')).toBe(true);
+  });
+});
