@@ -18,32 +18,13 @@
  *
  * Everything observable goes to `onEvent` and to the counters.
  */
-import { createServer } from 'node:http';
-import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Server } from 'node:http';
 import { once } from 'node:events';
-import {
-  MethodNotAllowedError,
-  NotFoundError,
-  PayloadTooLargeError,
-  ValidationError,
-  errorAnswer,
-} from '../../shared/errors/index.js';
-import { decodeHttpEvent, withAttribute } from './codec.js';
+import { createBrokerState, settled } from './broker-state.js';
 import type { BrokerEvent } from './codec.js';
-import { backoffMs, isRetryableStatus, postEvent, sleep } from './delivery.js';
-import { matchesFilter } from './filters.js';
-import type {
-  BrokerSpec,
-  DeliverySpec,
-  Destination,
-  EventingManifests,
-  KReference,
-  TriggerSpec,
-} from './manifests.js';
-
-/** The loop-guard extension and its starting value (Knative's broker.TTLAttribute, defaultTTL). */
-const ttlAttribute = 'knativebrokerttl';
-const defaultTtl = 255;
+import { ingest, ttlAttribute } from './dispatch.js';
+import { createIngress } from './ingress.js';
+import type { EventingManifests, KReference } from './manifests.js';
 
 /** Turns a reference into the URL of the object it names; undefined when it has none (yet). */
 type Resolver = (ref: KReference) => string | undefined;
@@ -136,399 +117,13 @@ interface DevBroker {
   close(): Promise<void>;
 }
 
-type SendResult =
-  | {
-      ok: true;
-      url: string;
-      status: number;
-      attempts: number;
-      headers: Record<string, string>;
-      body: Buffer;
-    }
-  | {
-      ok: false;
-      aborted: boolean;
-      url: string | undefined;
-      status: number | undefined;
-      error: string | undefined;
-      body: Buffer | undefined;
-      attempts: number;
-    };
-
-const noDelivery: DeliverySpec = {
-  retry: 0,
-  backoffPolicy: undefined,
-  backoffDelayMs: undefined,
-  timeoutMs: undefined,
-  deadLetterSink: undefined,
-};
-
-function describeRef(ref: KReference): string {
-  return `${ref.kind} ${ref.namespace}/${ref.name} (${ref.apiVersion})`;
-}
-
-function parseTtl(value: string | undefined): number | undefined {
-  if (value === undefined || !/^-?\d+$/.test(value.trim())) return undefined;
-  return Number(value);
-}
-
-function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length'] ?? NaN);
-    const tooLarge = () =>
-      new PayloadTooLargeError(`request body exceeds the limit of ${limit} bytes`);
-    if (declared > limit) return reject(tooLarge());
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      size += chunk.length;
-      if (size > limit) {
-        req.removeAllListeners('data');
-        reject(tooLarge());
-      } else chunks.push(chunk);
-    });
-    req.once('end', () => resolve(Buffer.concat(chunks, size)));
-    req.once('error', reject);
-  });
-}
-
-/** Builds the development broker; see the file comment. */
+/**
+ * Builds the development broker; see the file comment. The work is in broker-state.ts (what is
+ * shared), ingress.ts (HTTP), dispatch.ts (routing, replies, dead letters) and send.ts (retries).
+ */
 function createDevBroker(options: DevBrokerOptions): DevBroker {
-  const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
-  const bodyLimit = options.bodyLimitBytes ?? 10 * 1024 * 1024;
-  const brokers = new Map<string, BrokerSpec>();
-  for (const b of options.manifests.brokers) brokers.set(`${b.namespace}/${b.name}`, b);
-  const triggersOf = new Map<string, TriggerSpec[]>();
-  for (const t of options.manifests.triggers) {
-    const key = `${t.namespace}/${t.broker}`;
-    triggersOf.set(key, [...(triggersOf.get(key) ?? []), t]);
-  }
-
-  const counters: BrokerCounters = {
-    accepted: 0,
-    unmatched: 0,
-    delivered: 0,
-    retried: 0,
-    replied: 0,
-    deadLettered: 0,
-    dropped: 0,
-    droppedBy: {
-      'ttl-exhausted': 0,
-      undeliverable: 0,
-      'dead-letter-failed': 0,
-      'invalid-reply': 0,
-      closed: 0,
-    },
-  };
-  const stopping = new AbortController();
-  const inflight = new Set<Promise<void>>();
-
-  function emit(record: BrokerRecord): void {
-    switch (record.kind) {
-      case 'accepted':
-        counters.accepted += 1;
-        break;
-      case 'unmatched':
-        counters.unmatched += 1;
-        break;
-      case 'delivered':
-        counters.delivered += 1;
-        break;
-      case 'retried':
-        counters.retried += 1;
-        break;
-      case 'replied':
-        counters.replied += 1;
-        break;
-      case 'dead-lettered':
-        counters.deadLettered += 1;
-        break;
-      case 'dropped':
-        counters.dropped += 1;
-        counters.droppedBy[record.reason] += 1;
-        break;
-    }
-    try {
-      options.onEvent?.(record);
-    } catch (err) {
-      process.emitWarning(
-        `development broker: the onEvent callback threw: ${err instanceof Error ? err.message : String(err)}`,
-      );
-    }
-  }
-
-  function address(destination: Destination, namespace: string): string | undefined {
-    const { ref, uri } = destination;
-    if (ref === undefined) return uri;
-    const base = options.resolve({ ...ref, namespace: ref.namespace || namespace });
-    if (base === undefined) return undefined;
-    return uri === undefined ? base : new URL(uri, base).toString();
-  }
-
-  /** Delivers with retries; never throws. */
-  async function send(
-    destination: Destination,
-    namespace: string,
-    event: BrokerEvent,
-    delivery: DeliverySpec,
-    context: { broker: string; trigger: string; target: 'subscriber' | 'dead-letter' },
-  ): Promise<SendResult> {
-    for (let attempt = 1; ; attempt += 1) {
-      const url = address(destination, namespace);
-      const outcome =
-        url === undefined
-          ? {
-              error: `${destination.ref === undefined ? 'destination' : describeRef({ ...destination.ref, namespace: destination.ref.namespace || namespace })} has no address`,
-            }
-          : await postEvent(url, event, {
-              timeoutMs: delivery.timeoutMs ?? requestTimeoutMs,
-              signal: stopping.signal,
-              preferReply: context.target === 'subscriber',
-            });
-      const failed = (aborted: boolean): SendResult => ({
-        ok: false,
-        aborted,
-        url,
-        status: 'status' in outcome ? outcome.status : undefined,
-        error: 'error' in outcome ? outcome.error : undefined,
-        body: 'body' in outcome ? outcome.body : undefined,
-        attempts: attempt,
-      });
-      if (stopping.signal.aborted) return failed(true);
-      if ('status' in outcome && outcome.status >= 200 && outcome.status < 300) {
-        return {
-          ok: true,
-          url: url!,
-          status: outcome.status,
-          attempts: attempt,
-          headers: outcome.headers,
-          body: outcome.body,
-        };
-      }
-      const retryable = 'error' in outcome || isRetryableStatus(outcome.status);
-      if (!retryable || attempt > delivery.retry) return failed(false);
-      const delayMs = Math.min(backoffMs(delivery, attempt), options.maxBackoffMs ?? Infinity);
-      emit({
-        kind: 'retried',
-        ...context,
-        url,
-        retry: attempt,
-        status: 'status' in outcome ? outcome.status : undefined,
-        error: 'error' in outcome ? outcome.error : undefined,
-        delayMs,
-        event,
-      });
-      if (!(await sleep(delayMs, stopping.signal))) return failed(true);
-    }
-  }
-
-  function describeFailure(result: Extract<SendResult, { ok: false }>): string {
-    const what = result.status !== undefined ? `answered ${result.status}` : (result.error ?? '');
-    const where = result.url === undefined ? '' : `POST ${result.url} `;
-    return `${where}${what} (${result.attempts} attempt${result.attempts === 1 ? '' : 's'})`;
-  }
-
-  async function dispatch(
-    broker: BrokerSpec,
-    trigger: TriggerSpec,
-    event: BrokerEvent,
-    ttl: number,
-  ) {
-    const brokerKey = `${broker.namespace}/${broker.name}`;
-    const triggerKey = `${trigger.namespace}/${trigger.name}`;
-    const context = { broker: brokerKey, trigger: triggerKey };
-    const delivery = trigger.delivery ?? broker.delivery ?? noDelivery;
-    const drop = (reason: DropReason, detail: string, dropped: BrokerEvent = event) =>
-      emit({ kind: 'dropped', ...context, reason, detail, event: dropped });
-
-    const result = await send(trigger.subscriber, trigger.namespace, event, delivery, {
-      ...context,
-      target: 'subscriber',
-    });
-    if (result.ok) {
-      emit({
-        kind: 'delivered',
-        ...context,
-        url: result.url,
-        status: result.status,
-        attempts: result.attempts,
-        event,
-      });
-      if (result.status !== 200) return;
-      let reply: BrokerEvent | undefined;
-      try {
-        reply = decodeHttpEvent(result.headers, result.body);
-      } catch (err) {
-        drop(
-          'invalid-reply',
-          `the reply from ${result.url} is not a valid CloudEvent: ${err instanceof Error ? err.message : String(err)}`,
-        );
-        return;
-      }
-      if (reply === undefined) return;
-      const stamped = withAttribute(reply, ttlAttribute, String(ttl));
-      emit({ kind: 'replied', ...context, event: stamped });
-      ingest(broker.namespace, broker.name, stamped);
-      return;
-    }
-    if (result.aborted)
-      return drop('closed', 'the broker was closed before the event was delivered');
-    const sink = delivery.deadLetterSink;
-    if (sink === undefined) return drop('undeliverable', describeFailure(result));
-    // The extensions Knative's dispatcher adds to a dead-lettered event; the response body is
-    // base64-encoded and cut at 1,024 bytes.
-    let dead = withAttribute(event, 'knativeerrordest', result.url ?? '');
-    if (result.status !== undefined)
-      dead = withAttribute(dead, 'knativeerrorcode', String(result.status));
-    if (result.body !== undefined && result.body.length > 0) {
-      dead = withAttribute(
-        dead,
-        'knativeerrordata',
-        result.body.subarray(0, 1024).toString('base64'),
-      );
-    }
-    const lettered = await send(sink, trigger.namespace, dead, delivery, {
-      ...context,
-      target: 'dead-letter',
-    });
-    if (lettered.ok) {
-      emit({
-        kind: 'dead-lettered',
-        ...context,
-        url: lettered.url,
-        status: lettered.status,
-        event: dead,
-      });
-    } else if (lettered.aborted) {
-      drop('closed', 'the broker was closed before the event was dead-lettered', dead);
-    } else {
-      drop(
-        'dead-letter-failed',
-        `${describeFailure(result)}; dead-letter sink: ${describeFailure(lettered)}`,
-        dead,
-      );
-    }
-  }
-
-  function track(work: Promise<void>): void {
-    inflight.add(work);
-    void work.finally(() => inflight.delete(work));
-  }
-
-  function ingest(namespace: string, name: string, event: BrokerEvent): IngestResult {
-    const broker = brokers.get(`${namespace}/${name}`);
-    if (broker === undefined) return 'not-found';
-    const brokerKey = `${namespace}/${name}`;
-    const given = parseTtl(event.attributes[ttlAttribute]);
-    const ttl = given === undefined ? defaultTtl : given - 1;
-    if (ttl <= 0) {
-      emit({
-        kind: 'dropped',
-        broker: brokerKey,
-        trigger: undefined,
-        reason: 'ttl-exhausted',
-        detail: `${ttlAttribute} reached 0: replies to replies went round the broker too often (a loop?)`,
-        event,
-      });
-      return 'dropped';
-    }
-    if (stopping.signal.aborted) {
-      emit({
-        kind: 'dropped',
-        broker: brokerKey,
-        trigger: undefined,
-        reason: 'closed',
-        detail: 'the broker is closed',
-        event,
-      });
-      return 'dropped';
-    }
-    emit({
-      kind: 'accepted',
-      broker: brokerKey,
-      ttl,
-      event: withAttribute(event, ttlAttribute, String(ttl)),
-    });
-    // Knative's filter takes the TTL off before filtering and delivering.
-    const outgoing = withAttribute(event, ttlAttribute, undefined);
-    const matching = (triggersOf.get(brokerKey) ?? []).filter((t) =>
-      matchesFilter(t.filter, outgoing.attributes),
-    );
-    if (matching.length === 0) emit({ kind: 'unmatched', broker: brokerKey, event: outgoing });
-    for (const trigger of matching) {
-      track(
-        dispatch(broker, trigger, outgoing, ttl).catch((err: unknown) => {
-          emit({
-            kind: 'dropped',
-            broker: brokerKey,
-            trigger: `${trigger.namespace}/${trigger.name}`,
-            reason: 'undeliverable',
-            detail: `internal error: ${err instanceof Error ? err.message : String(err)}`,
-            event: outgoing,
-          });
-        }),
-      );
-    }
-    return 'accepted';
-  }
-
-  function answer(res: ServerResponse, err: unknown): void {
-    const { status, headers, body } = errorAnswer(err);
-    const text = JSON.stringify(body);
-    res.shouldKeepAlive = false;
-    res.writeHead(status, {
-      ...headers,
-      'content-type': 'application/json',
-      'content-length': Buffer.byteLength(text),
-    });
-    res.end(text);
-  }
-
-  async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const path = (req.url ?? '/').split('?', 1)[0]!;
-    let parts: string[];
-    try {
-      parts = path
-        .split('/')
-        .filter((p) => p !== '')
-        .map((p) => decodeURIComponent(p));
-    } catch {
-      throw new ValidationError(
-        `request path ${JSON.stringify(path)} is not valid percent-encoding`,
-      );
-    }
-    if (parts.length !== 2) {
-      throw new NotFoundError(`no broker at ${path}: the ingress serves /<namespace>/<broker>`);
-    }
-    const [namespace, name] = parts as [string, string];
-    if (!brokers.has(`${namespace}/${name}`)) {
-      throw new NotFoundError(`broker ${namespace}/${name} does not exist`);
-    }
-    if (req.method !== 'POST') {
-      throw new MethodNotAllowedError(`${req.method ?? ''} ${path}: send events with POST`, [
-        'POST',
-      ]);
-    }
-    const body = await readBody(req, bodyLimit);
-    const event = decodeHttpEvent(req.headers, body);
-    if (event === undefined) {
-      throw new ValidationError(
-        'the request is not a CloudEvent: send binary mode (ce-specversion, ce-id, ce-source and ce-type headers) or structured mode (Content-Type: application/cloudevents+json)',
-      );
-    }
-    ingest(namespace, name, event);
-    res.writeHead(202, { 'content-length': '0' });
-    res.end();
-  }
-
-  const server = createServer((req, res) => {
-    handle(req, res).catch((err: unknown) => {
-      req.resume();
-      if (res.headersSent) res.destroy();
-      else answer(res, err);
-    });
-  });
-
+  const state = createBrokerState(options);
+  const server = createIngress(state);
   return {
     server,
     async listen(port = 0, host = '127.0.0.1') {
@@ -538,20 +133,18 @@ function createDevBroker(options: DevBrokerOptions): DevBroker {
       if (bound === null || typeof bound === 'string') throw new Error('the ingress has no port');
       return `http://${host.includes(':') ? `[${host}]` : host}:${bound.port}`;
     },
-    ingest,
-    counters: () => ({ ...counters, droppedBy: { ...counters.droppedBy } }),
-    async idle() {
-      while (inflight.size > 0) await Promise.all([...inflight]);
-    },
+    ingest: (namespace, name, event) => ingest(state, namespace, name, event),
+    counters: () => ({ ...state.counters, droppedBy: { ...state.counters.droppedBy } }),
+    idle: () => settled(state),
     async close() {
-      stopping.abort();
+      state.stopping.abort();
       if (server.listening) {
         server.closeAllConnections();
         const closed = once(server, 'close');
         server.close();
         await closed;
       }
-      while (inflight.size > 0) await Promise.all([...inflight]);
+      await settled(state);
     },
   };
 }

@@ -8,7 +8,7 @@
 import { createHash } from 'node:crypto';
 import { ConflictError, NotFoundError, ValidationError } from '../errors/index.js';
 import type { Delivery } from '../redis/index.js';
-import type { BindingRecord, BindingStore } from './binding-store.js';
+import type { BindingRecord, BindingStore, WindowOutcome } from './binding-store.js';
 import { violations } from './constraints.js';
 import type { WindowController } from './episode.js';
 import { binOffset } from './observation.js';
@@ -110,23 +110,78 @@ interface SchedulerDeps {
 const fingerprintOf = (request: StreamRequest): string =>
   createHash('sha256').update(JSON.stringify(request)).digest('hex');
 
-function createAsetScheduler(deps: SchedulerDeps): AsetScheduler {
-  const { topology, store, controller } = deps;
-  const attempts = deps.attempts ?? 5;
-  const sweepLimit = deps.sweepLimit ?? 1_000;
-  const sweepEveryMs = deps.sweepEveryMs ?? 1_000;
-  let lastSweep = -Infinity;
-  /** Releases every expired lease (in rounds of `sweepLimit`); says how many. */
-  async function sweepAll(now: number): Promise<number> {
-    lastSweep = now;
-    let total = 0;
-    for (let round = 0; round < 100; round += 1) {
-      const swept = await store.sweep(now, sweepLimit);
-      total += swept;
-      if (swept < sweepLimit) break;
-    }
-    return total;
+/** The stream a request describes, in the problem model's terms (what placement.ts ranks). */
+function streamOf(request: StreamRequest): Stream {
+  return {
+    id: 0,
+    app: request.app ?? 'stream',
+    task: request.task,
+    maxDelayMs: request.maxDelayMs,
+    minAccuracy: request.minAccuracy,
+    rate: request.rate,
+    size: request.size,
+    transmissionMsPerSize: request.transmissionMsPerSize,
+    accessDelayMs: request.accessDelayMs,
+    durationS: request.durationS,
+    scheduler: request.scheduler,
+  };
+}
+
+/**
+ * The window that just rolled, as the controller sees a simulator window: the stored
+ * time-averaged features as its one sample (outcomes are not tracked by the scheduler).
+ */
+function rolledWindow(
+  window: Extract<WindowOutcome, { kind: 'rolled' }>,
+  policy: PolicyName,
+): SimulationWindow {
+  return {
+    startMs: window.startMs,
+    endMs: window.endMs,
+    policy,
+    success: 0,
+    qosFailure: 0,
+    rejected: 0,
+    samples: [
+      {
+        timeMs: window.endMs,
+        features: window.features,
+        success: 0,
+        qosFailure: 0,
+        rejected: 0,
+      },
+    ],
+  };
+}
+
+/** Per constraint, on how many of `workers` the stream fails it. */
+function failureCounts(
+  stream: Stream,
+  scheduler: Scheduler,
+  workers: readonly Worker[],
+  loadOf: (worker: Worker) => number,
+): Record<ConstraintName, number> {
+  const reasons = Object.fromEntries(constraintNames.map((c) => [c, 0])) as Record<
+    ConstraintName,
+    number
+  >;
+  for (const worker of workers) {
+    for (const failed of violations(stream, scheduler, worker, loadOf(worker)))
+      reasons[failed] += 1;
   }
+  return reasons;
+}
+
+/** The topology looked up the ways requests and reports name its parts. */
+interface TopologyIndex {
+  readonly schedulers: ReadonlyMap<string, Scheduler>;
+  /** Workers by `<variant>@<cluster>`, as reports name them. */
+  readonly byName: ReadonlyMap<string, Worker>;
+  /** Workers by the task they serve: a request's candidates. */
+  readonly byTask: ReadonlyMap<string, Worker[]>;
+}
+
+function indexTopology(topology: Topology): TopologyIndex {
   const schedulers = new Map<string, Scheduler>(topology.schedulers.map((s) => [s.id, s]));
   const byName = new Map<string, Worker>(
     topology.workers.map((w) => [`${w.variant.id}@${w.cluster.id}`, w]),
@@ -137,70 +192,241 @@ function createAsetScheduler(deps: SchedulerDeps): AsetScheduler {
     list.push(worker);
     byTask.set(worker.model.task, list);
   }
-  let initial: Promise<PolicyName> | undefined;
+  return { schedulers, byName, byTask };
+}
+
+/**
+ * One replica's scheduler: its dependencies, the topology's indexes, and the little state it
+ * keeps itself (when it last swept, the initial choice); everything shared is in the store.
+ */
+class SchedulerReplica {
+  private readonly topology: Topology;
+  private readonly store: BindingStore;
+  private readonly controller: SchedulerDeps['controller'];
+  private readonly index: TopologyIndex;
+  private readonly attempts: number;
+  private readonly sweepLimit: number;
+  private readonly sweepEveryMs: number;
+  private lastSweep = -Infinity;
+  private initial: Promise<PolicyName> | undefined;
+
+  constructor(private readonly deps: SchedulerDeps) {
+    this.topology = deps.topology;
+    this.store = deps.store;
+    this.controller = deps.controller;
+    this.attempts = deps.attempts ?? 5;
+    this.sweepLimit = deps.sweepLimit ?? 1_000;
+    this.sweepEveryMs = deps.sweepEveryMs ?? 1_000;
+    this.index = indexTopology(deps.topology);
+  }
+
+  /** Binds a stream with the policy in force, or answers a retry with its binding. */
+  async request(request: StreamRequest): Promise<RequestOutcome> {
+    const scheduler = this.index.schedulers.get(request.scheduler);
+    if (scheduler === undefined) {
+      throw new ValidationError(
+        `scheduler: '${request.scheduler}' is not in topology ${this.topology.name} (one of ${[...this.index.schedulers.keys()].join(', ')})`,
+      );
+    }
+    const fingerprint = fingerprintOf(request);
+    const existing = await this.store.find(request.id);
+    if (existing !== undefined) return this.replayOf(existing, fingerprint);
+    const now = this.deps.now();
+    const policy = await this.policyNow(now);
+    if (now - this.lastSweep >= this.sweepEveryMs) await this.sweepAll(now);
+    return this.place(request, scheduler, policy, fingerprint, now);
+  }
+
+  async find(id: string): Promise<Placement> {
+    const record = await this.store.find(id);
+    if (record === undefined) throw new NotFoundError(`stream ${id} is not bound`);
+    return this.placementOf(record);
+  }
+
+  async end(id: string): Promise<Placement | undefined> {
+    const record = await this.store.release(id, this.deps.now());
+    return record === undefined ? undefined : this.placementOf(record);
+  }
+
+  async tick(): Promise<{ policy: PolicyName; swept: number }> {
+    const now = this.deps.now();
+    const policy = await this.policyNow(now);
+    return { policy, swept: await this.sweepAll(now) };
+  }
+
+  async report(
+    delivery: Omit<Delivery, 'tag'>,
+    reports: ReadonlyArray<{ variant: string; cluster: string; responses: number }>,
+  ): Promise<boolean> {
+    const counts = reports.map(({ variant, cluster, responses }) => {
+      const worker = this.index.byName.get(`${variant}@${cluster}`);
+      if (worker === undefined) {
+        throw new ValidationError(
+          `reports: no worker runs variant '${variant}' on cluster '${cluster}' in topology ${this.topology.name}`,
+        );
+      }
+      return { worker: worker.index, responses };
+    });
+    return this.store.addResponses(delivery, counts);
+  }
+
+  async status(): Promise<SchedulerStatus> {
+    const snapshot = await this.store.snapshot();
+    const controller = this.controller;
+    const q = controller.lastQ;
+    return {
+      topology: this.topology.name,
+      policy: snapshot.policy,
+      windowStart:
+        snapshot.windowStartMs === undefined
+          ? undefined
+          : new Date(snapshot.windowStartMs).toISOString(),
+      windowSeconds: this.deps.windowMs / 1000,
+      controller: controller.name,
+      lastQ:
+        q === undefined
+          ? undefined
+          : Object.fromEntries(policyNames.map((name, i) => [name, q[i] ?? 0])),
+      bindings: snapshot.bindings,
+      workers: this.topology.workers.map((w) => ({
+        index: w.index,
+        variant: w.variant.id,
+        cluster: w.cluster.id,
+        streams: snapshot.streams[w.index] ?? 0,
+        load: snapshot.load[w.index] ?? 0,
+        capacity: Number.isFinite(w.capacity) ? w.capacity : null,
+      })),
+    };
+  }
+
+  /**
+   * Decides with the loads as read and tries to reserve; a reservation that lost the worker's
+   * capacity to another replica decides again, up to `attempts` times.
+   */
+  private async place(
+    request: StreamRequest,
+    scheduler: Scheduler,
+    policy: PolicyName,
+    fingerprint: string,
+    now: number,
+  ): Promise<RequestOutcome> {
+    const stream = streamOf(request);
+    const candidates = this.index.byTask.get(request.task) ?? [];
+    const position = new Map(candidates.map((w, i) => [w.index, i]));
+    let loads: Float64Array = new Float64Array(0);
+    const loadOf = (worker: Worker) => {
+      const i = position.get(worker.index);
+      return i === undefined ? 0 : loads[i]!;
+    };
+    for (let attempt = 0; attempt < this.attempts; attempt += 1) {
+      loads = await this.store.loads(candidates.map((w) => w.index));
+      const chosen = placeStream(stream, scheduler, candidates, loadOf, policies[policy], () =>
+        this.deps.uniform(),
+      );
+      if (chosen === undefined)
+        return this.rejection(request, stream, scheduler, loadOf, policy, false);
+      const record = this.recordOf(request, stream, chosen, policy, fingerprint, now);
+      const outcome = await this.store.reserve(record, chosen.worker.capacity, now);
+      if (outcome.kind === 'bound') {
+        this.deps.onDecision?.('bound', policy);
+        return { kind: 'bound', placement: this.placementOf(record), replay: false };
+      }
+      if (outcome.kind === 'exists') return this.replayOf(outcome.record, fingerprint);
+      if (outcome.kind === 'ended') {
+        throw new ConflictError(`stream ${request.id} has ended: a new stream needs a new id`);
+      }
+    }
+    return this.rejection(request, stream, scheduler, loadOf, policy, true);
+  }
+
+  /** The binding to store for `request` placed on `chosen`, with its lease. */
+  private recordOf(
+    request: StreamRequest,
+    stream: Stream,
+    chosen: { worker: Worker; expectedMs: number },
+    policy: PolicyName,
+    fingerprint: string,
+    now: number,
+  ): BindingRecord {
+    return {
+      id: request.id,
+      worker: chosen.worker.index,
+      scheduler: request.scheduler,
+      policy,
+      fingerprint,
+      delta: String(stream.size * stream.rate),
+      rate: String(stream.rate),
+      cell: binOffset(stream.maxDelayMs, stream.rate),
+      expectedMs: chosen.expectedMs,
+      boundAtMs: now,
+      expiresAtMs: now + request.durationS * 1000 + this.deps.leaseGraceMs,
+    };
+  }
+
+  /** Releases every expired lease (in rounds of `sweepLimit`); says how many. */
+  private async sweepAll(now: number): Promise<number> {
+    this.lastSweep = now;
+    let total = 0;
+    for (let round = 0; round < 100; round += 1) {
+      const swept = await this.store.sweep(now, this.sweepLimit);
+      total += swept;
+      if (swept < this.sweepLimit) break;
+    }
+    return total;
+  }
+
   /**
    * The choice before any window has been observed (the same on every replica). If the controller
    * fails there, the paper's first policy stands in, as in the simulator, and the next call tries
    * the controller again.
    */
-  const initialPolicy = () =>
-    (initial ??= (async () => controller.choose(undefined))().catch((error: unknown) => {
-      deps.onChoiceError?.(error);
-      initial = undefined;
-      return policyNames[0];
-    }));
+  private initialPolicy(): Promise<PolicyName> {
+    return (this.initial ??= (async () => this.controller.choose(undefined))().catch(
+      (error: unknown) => {
+        this.deps.onChoiceError?.(error);
+        this.initial = undefined;
+        return policyNames[0];
+      },
+    ));
+  }
 
-  async function choose(previous: SimulationWindow | undefined): Promise<PolicyName | undefined> {
-    if (previous === undefined) return initialPolicy();
+  /** The controller's choice after `previous`; undefined when it failed (reported). */
+  private async choose(previous: SimulationWindow | undefined): Promise<PolicyName | undefined> {
+    if (previous === undefined) return this.initialPolicy();
     try {
-      return await controller.choose(previous);
+      return await this.controller.choose(previous);
     } catch (error) {
-      deps.onChoiceError?.(error);
+      this.deps.onChoiceError?.(error);
       return undefined;
     }
   }
 
   /** The policy in force now, rolling the window first when it is due. */
-  async function policyNow(now: number): Promise<PolicyName> {
-    const window = await store.window(now, deps.windowMs);
-    if (window.kind === 'current') return window.policy ?? (await initialPolicy());
+  private async policyNow(now: number): Promise<PolicyName> {
+    const window = await this.store.window(now, this.deps.windowMs);
+    if (window.kind === 'current') return window.policy ?? (await this.initialPolicy());
     const previous: SimulationWindow | undefined =
       window.kind === 'started'
         ? undefined
-        : {
-            startMs: window.startMs,
-            endMs: window.endMs,
-            policy: window.policy ?? (await initialPolicy()),
-            success: 0,
-            qosFailure: 0,
-            rejected: 0,
-            samples: [
-              {
-                timeMs: window.endMs,
-                features: window.features,
-                success: 0,
-                qosFailure: 0,
-                rejected: 0,
-              },
-            ],
-          };
+        : rolledWindow(window, window.policy ?? (await this.initialPolicy()));
     const startMs = window.kind === 'started' ? window.startMs : window.endMs;
-    await sweepAll(now);
-    const chosen = await choose(previous);
+    await this.sweepAll(now);
+    const chosen = await this.choose(previous);
     // A failed choice keeps what was in force: the stored policy was not replaced.
-    if (chosen === undefined) return previous?.policy ?? (await initialPolicy());
-    if (await store.setPolicy(startMs, chosen)) deps.onWindow?.(chosen);
+    if (chosen === undefined) return previous?.policy ?? (await this.initialPolicy());
+    if (await this.store.setPolicy(startMs, chosen)) this.deps.onWindow?.(chosen);
     return chosen;
   }
 
-  function placementOf(record: BindingRecord): Placement {
-    const worker = topology.workers[record.worker];
+  /** What a client is told about a binding. */
+  private placementOf(record: BindingRecord): Placement {
+    const worker = this.topology.workers[record.worker];
     if (worker === undefined) {
       throw new ConflictError(
-        `stream ${record.id} is bound to worker ${record.worker}, which topology ${topology.name} no longer has`,
+        `stream ${record.id} is bound to worker ${record.worker}, which topology ${this.topology.name} no longer has`,
       );
     }
-    const endpoint = deps.endpointFor?.(worker);
+    const endpoint = this.deps.endpointFor?.(worker);
     return {
       id: record.id,
       worker: {
@@ -216,17 +442,19 @@ function createAsetScheduler(deps: SchedulerDeps): AsetScheduler {
     };
   }
 
-  function replayOf(record: BindingRecord, fingerprint: string): RequestOutcome {
+  /** The answer to a request whose id is already bound: its binding if it is a retry. */
+  private replayOf(record: BindingRecord, fingerprint: string): RequestOutcome {
     if (record.fingerprint !== fingerprint) {
       throw new ConflictError(
         `stream ${record.id} is already bound with other requirements: a new stream needs a new id`,
       );
     }
-    deps.onDecision?.('replay', record.policy);
-    return { kind: 'bound', placement: placementOf(record), replay: true };
+    this.deps.onDecision?.('replay', record.policy);
+    return { kind: 'bound', placement: this.placementOf(record), replay: true };
   }
 
-  function rejection(
+  /** A rejection naming why no worker was admissible, or that contention took them all. */
+  private rejection(
     request: StreamRequest,
     stream: Stream,
     scheduler: Scheduler,
@@ -234,148 +462,29 @@ function createAsetScheduler(deps: SchedulerDeps): AsetScheduler {
     policy: PolicyName,
     contended: boolean,
   ): RequestOutcome {
-    const reasons = Object.fromEntries(constraintNames.map((c) => [c, 0])) as Record<
-      ConstraintName,
-      number
-    >;
-    for (const worker of topology.workers) {
-      for (const failed of violations(stream, scheduler, worker, loadOf(worker)))
-        reasons[failed] += 1;
-    }
+    const workers = this.topology.workers;
+    const reasons = failureCounts(stream, scheduler, workers, loadOf);
     const message = contended
-      ? `every admissible worker's capacity was taken by concurrent bindings (${attempts} attempts)`
+      ? `every admissible worker's capacity was taken by concurrent bindings (${this.attempts} attempts)`
       : `no worker meets the stream's requirements: ${constraintNames
           .filter((c) => reasons[c] > 0)
-          .map((c) => `${c} fails on ${reasons[c]} of ${topology.workers.length}`)
+          .map((c) => `${c} fails on ${reasons[c]} of ${workers.length}`)
           .join(', ')}`;
-    deps.onDecision?.('rejected', policy);
+    this.deps.onDecision?.('rejected', policy);
     return { kind: 'rejected', rejection: { id: request.id, policy, reasons, message } };
   }
+}
 
+/** The scheduler of one replica; its methods may be called detached from the object. */
+function createAsetScheduler(deps: SchedulerDeps): AsetScheduler {
+  const replica = new SchedulerReplica(deps);
   return {
-    async request(request) {
-      const scheduler = schedulers.get(request.scheduler);
-      if (scheduler === undefined) {
-        throw new ValidationError(
-          `scheduler: '${request.scheduler}' is not in topology ${topology.name} (one of ${[...schedulers.keys()].join(', ')})`,
-        );
-      }
-      const fingerprint = fingerprintOf(request);
-      const existing = await store.find(request.id);
-      if (existing !== undefined) return replayOf(existing, fingerprint);
-      const now = deps.now();
-      const policy = await policyNow(now);
-      if (now - lastSweep >= sweepEveryMs) await sweepAll(now);
-      const stream: Stream = {
-        id: 0,
-        app: request.app ?? 'stream',
-        task: request.task,
-        maxDelayMs: request.maxDelayMs,
-        minAccuracy: request.minAccuracy,
-        rate: request.rate,
-        size: request.size,
-        transmissionMsPerSize: request.transmissionMsPerSize,
-        accessDelayMs: request.accessDelayMs,
-        durationS: request.durationS,
-        scheduler: request.scheduler,
-      };
-      const candidates = byTask.get(request.task) ?? [];
-      const position = new Map(candidates.map((w, i) => [w.index, i]));
-      let loads: Float64Array = new Float64Array(0);
-      const loadOf = (worker: Worker) => {
-        const i = position.get(worker.index);
-        return i === undefined ? 0 : loads[i]!;
-      };
-      for (let attempt = 0; attempt < attempts; attempt += 1) {
-        loads = await store.loads(candidates.map((w) => w.index));
-        const chosen = placeStream(stream, scheduler, candidates, loadOf, policies[policy], () =>
-          deps.uniform(),
-        );
-        if (chosen === undefined)
-          return rejection(request, stream, scheduler, loadOf, policy, false);
-        const record: BindingRecord = {
-          id: request.id,
-          worker: chosen.worker.index,
-          scheduler: request.scheduler,
-          policy,
-          fingerprint,
-          delta: String(stream.size * stream.rate),
-          rate: String(stream.rate),
-          cell: binOffset(stream.maxDelayMs, stream.rate),
-          expectedMs: chosen.expectedMs,
-          boundAtMs: now,
-          expiresAtMs: now + request.durationS * 1000 + deps.leaseGraceMs,
-        };
-        const outcome = await store.reserve(record, chosen.worker.capacity, now);
-        if (outcome.kind === 'bound') {
-          deps.onDecision?.('bound', policy);
-          return { kind: 'bound', placement: placementOf(record), replay: false };
-        }
-        if (outcome.kind === 'exists') return replayOf(outcome.record, fingerprint);
-        if (outcome.kind === 'ended') {
-          throw new ConflictError(`stream ${request.id} has ended: a new stream needs a new id`);
-        }
-      }
-      return rejection(request, stream, scheduler, loadOf, policy, true);
-    },
-
-    async find(id) {
-      const record = await store.find(id);
-      if (record === undefined) throw new NotFoundError(`stream ${id} is not bound`);
-      return placementOf(record);
-    },
-
-    async end(id) {
-      const record = await store.release(id, deps.now());
-      return record === undefined ? undefined : placementOf(record);
-    },
-
-    async tick() {
-      const now = deps.now();
-      const policy = await policyNow(now);
-      return { policy, swept: await sweepAll(now) };
-    },
-
-    async report(delivery, reports) {
-      const counts = reports.map(({ variant, cluster, responses }) => {
-        const worker = byName.get(`${variant}@${cluster}`);
-        if (worker === undefined) {
-          throw new ValidationError(
-            `reports: no worker runs variant '${variant}' on cluster '${cluster}' in topology ${topology.name}`,
-          );
-        }
-        return { worker: worker.index, responses };
-      });
-      return store.addResponses(delivery, counts);
-    },
-
-    async status() {
-      const snapshot = await store.snapshot();
-      const q = controller.lastQ;
-      return {
-        topology: topology.name,
-        policy: snapshot.policy,
-        windowStart:
-          snapshot.windowStartMs === undefined
-            ? undefined
-            : new Date(snapshot.windowStartMs).toISOString(),
-        windowSeconds: deps.windowMs / 1000,
-        controller: controller.name,
-        lastQ:
-          q === undefined
-            ? undefined
-            : Object.fromEntries(policyNames.map((name, i) => [name, q[i] ?? 0])),
-        bindings: snapshot.bindings,
-        workers: topology.workers.map((w) => ({
-          index: w.index,
-          variant: w.variant.id,
-          cluster: w.cluster.id,
-          streams: snapshot.streams[w.index] ?? 0,
-          load: snapshot.load[w.index] ?? 0,
-          capacity: Number.isFinite(w.capacity) ? w.capacity : null,
-        })),
-      };
-    },
+    request: (request) => replica.request(request),
+    find: (id) => replica.find(id),
+    end: (id) => replica.end(id),
+    tick: () => replica.tick(),
+    report: (delivery, reports) => replica.report(delivery, reports),
+    status: () => replica.status(),
   };
 }
 

@@ -38,7 +38,11 @@ import { placeStream } from './placement.js';
 import { policies as staticPolicies } from './policies.js';
 import { durationScaleFor } from './scenario.js';
 import type { AppSpec } from './scenario.js';
-import type { Policy, PolicyName, Scheduler, Stream, Topology, Worker } from './types.js';
+import { OutcomeLedger } from './simulation-outcomes.js';
+import type { Outcomes, Totals } from './simulation-outcomes.js';
+import { QueryTable, StreamTable } from './simulation-tables.js';
+import { LinkTable, WorkerPool } from './simulation-topology.js';
+import type { Policy, PolicyName, Stream, Topology, Worker } from './types.js';
 import { Workload, deriveSeed, queriesOf } from './workload.js';
 import type { LambdaSchedule, StreamArrival } from './workload.js';
 
@@ -59,24 +63,6 @@ interface SimulationOptions {
   readonly policy?: PolicyName;
   /** Replaces the policy implementations (tests); default those of policies.ts. */
   readonly policies?: Readonly<Record<PolicyName, Policy>>;
-}
-
-/** Query counts by outcome. */
-interface Outcomes {
-  success: number;
-  qosFailure: number;
-  rejected: number;
-}
-
-interface Totals extends Outcomes {
-  /** Per Table I app (by name), in order of first arrival. */
-  readonly perApp: Readonly<Record<string, Outcomes>>;
-  /** Streams that arrived, were bound, were rejected. */
-  readonly streams: { readonly arrived: number; readonly bound: number; readonly rejected: number };
-  /** Queries of arrived streams: sum of their query counts, whether sent yet or not. */
-  readonly queriesOffered: number;
-  /** Queries sent to a worker and not yet resolved. */
-  readonly inFlight: number;
 }
 
 /** What happened between two `takeWindow` calls. */
@@ -101,6 +87,7 @@ interface Simulation {
   takeWindow(): SimulationWindow;
 }
 
+/** Event kinds, in the low KIND_BITS of an event's payload; the rest is the subject's slot. */
 const ARRIVAL = 0;
 const BATCH_DONE = 1;
 const DELIVERY = 2;
@@ -108,27 +95,13 @@ const STREAM_END = 3;
 const KIND_BITS = 2;
 const KIND_MASK = 3;
 
-/** A Float64Array at least `size` long holding `array`'s values. */
-function grownF64(array: Float64Array<ArrayBuffer>, size: number): Float64Array<ArrayBuffer> {
-  if (array.length >= size) return array;
-  const next = new Float64Array(Math.max(size, array.length * 2));
-  next.set(array);
-  return next;
-}
-
-function grownI32(array: Int32Array<ArrayBuffer>, size: number): Int32Array<ArrayBuffer> {
-  if (array.length >= size) return array;
-  const next = new Int32Array(Math.max(size, array.length * 2));
-  next.set(array);
-  return next;
-}
-
 /** Ordered stream source: the generated workload or a fixed list. */
 interface ArrivalSource {
   peekMs(): number;
   next(): StreamArrival;
 }
 
+/** Replays a fixed, sorted list of arrivals. */
 function listSource(arrivals: readonly StreamArrival[]): ArrivalSource {
   let i = 0;
   return {
@@ -142,6 +115,7 @@ function listSource(arrivals: readonly StreamArrival[]): ArrivalSource {
   };
 }
 
+/** The arrival source the options ask for, checked: a sorted list, or the generated workload. */
 function sourceFor(options: SimulationOptions): ArrivalSource {
   if (options.arrivals !== undefined) {
     for (let i = 1; i < options.arrivals.length; i += 1) {
@@ -164,188 +138,174 @@ function sourceFor(options: SimulationOptions): ArrivalSource {
 }
 
 /**
- * Builds a simulation standing at time 0. The RL loop calls `runUntil(t + T)`, `takeWindow()`,
- * then `setPolicy(next)`; a static benchmark sets one policy and runs (see `runStatic`).
+ * One run: its clock, random streams, tables and counts as explicit fields, and a named handler
+ * per event kind. Each handler reads the tables (simulation-tables.ts, simulation-topology.ts) by
+ * slot, counts outcomes in the ledger (simulation-outcomes.ts) and schedules what follows.
  */
-function createSimulation(options: SimulationOptions): Simulation {
-  const { topology } = options;
-  const workers = topology.workers;
-  const W = workers.length;
-  workers.forEach((worker, i) => {
-    if (worker.index !== i)
-      throw new RangeError(`worker at position ${i} has index ${worker.index}`);
-  });
-  const sampleEveryMs = options.sampleEveryMs ?? 1000;
-  if (!(sampleEveryMs > 0)) throw new RangeError('sampleEveryMs must be positive');
-  const policyTable = options.policies ?? staticPolicies;
-  let policyName: PolicyName = options.policy ?? 'closest';
-  let policy: Policy = policyTable[policyName];
+class SimulationEngine {
+  private readonly topology: Topology;
+  private readonly sampleEveryMs: number;
+  private readonly policyTable: Readonly<Record<PolicyName, Policy>>;
+  policyName: PolicyName;
+  private policy: Policy;
+  private readonly source: ArrivalSource;
+  private readonly networkNormal: () => number;
+  private readonly processingNormal: () => number;
+  private readonly policyUniform: () => number;
+  private readonly links: LinkTable;
+  private readonly pool: WorkerPool;
+  private readonly streams = new StreamTable();
+  private readonly queries = new QueryTable();
+  private readonly ledger = new OutcomeLedger();
+  private readonly recorder: ObservationRecorder;
+  private readonly loadOf: (worker: Worker) => number;
+  private readonly events = new EventQueue();
+  now = 0;
+  private sampleIndex = 1;
+  private nextSampleMs: number;
+  private windowStart = 0;
+  private windowSamples: Observation[] = [];
 
-  const source = sourceFor(options);
-  const networkNormal = normal(seededRandom(deriveSeed(options.seed, 'network')));
-  const processingNormal = normal(seededRandom(deriveSeed(options.seed, 'processing')));
-  const policyUniform = seededRandom(deriveSeed(options.seed, 'policy'));
+  /** Checks the options and topology (throwing RangeError) and stands the run at time 0. */
+  constructor(options: SimulationOptions) {
+    const { topology } = options;
+    this.topology = topology;
+    topology.workers.forEach((worker, i) => {
+      if (worker.index !== i)
+        throw new RangeError(`worker at position ${i} has index ${worker.index}`);
+    });
+    this.sampleEveryMs = options.sampleEveryMs ?? 1000;
+    if (!(this.sampleEveryMs > 0)) throw new RangeError('sampleEveryMs must be positive');
+    this.policyTable = options.policies ?? staticPolicies;
+    this.policyName = options.policy ?? 'closest';
+    this.policy = this.policyTable[this.policyName];
 
-  const schedulerIndex = new Map<string, number>();
-  topology.schedulers.forEach((s, i) => schedulerIndex.set(s.id, i));
-  // d and sigma per (scheduler, worker), so a query's draw reads two numbers.
-  const linkDelay = new Float64Array(topology.schedulers.length * W);
-  const linkDeviation = new Float64Array(topology.schedulers.length * W);
-  topology.schedulers.forEach((scheduler: Scheduler, s) => {
-    for (const worker of workers) {
-      const link = scheduler.links[worker.cluster.id];
-      if (link === undefined) {
-        throw new RangeError(`scheduler ${scheduler.id} has no link to ${worker.cluster.id}`);
-      }
-      linkDelay[s * W + worker.index] = link.delayMs;
-      linkDeviation[s * W + worker.index] = link.deviationMs;
+    this.source = sourceFor(options);
+    this.networkNormal = normal(seededRandom(deriveSeed(options.seed, 'network')));
+    this.processingNormal = normal(seededRandom(deriveSeed(options.seed, 'processing')));
+    this.policyUniform = seededRandom(deriveSeed(options.seed, 'policy'));
+
+    this.links = new LinkTable(topology);
+    this.pool = new WorkerPool(topology.workers);
+    const recorder = new ObservationRecorder(topology.workers.length);
+    this.recorder = recorder;
+    this.loadOf = (worker: Worker): number => recorder.load(worker.index);
+    this.nextSampleMs = this.sampleEveryMs;
+  }
+
+  /** The policy for streams arriving from now on. */
+  setPolicy(name: PolicyName): void {
+    const next = this.policyTable[name];
+    if (next === undefined) throw new RangeError(`unknown policy ${String(name)}`);
+    this.policyName = name;
+    this.policy = next;
+  }
+
+  /** Processes every event up to and including `ms`, then stands at `ms`. */
+  runUntil(ms: number): void {
+    if (ms < this.now) throw new RangeError(`cannot run back to ${ms} ms from ${this.now} ms`);
+    let stepped = true;
+    while (stepped) stepped = this.step(ms);
+    this.now = ms;
+    this.ledger.flushRejected(ms);
+  }
+
+  /** The run's counts so far. */
+  totals(): Totals {
+    return this.ledger.totals(this.queries.inFlight);
+  }
+
+  /** Outcomes and samples since the previous call, under the policy in force. */
+  takeWindow(): SimulationWindow {
+    const taken: SimulationWindow = {
+      startMs: this.windowStart,
+      endMs: this.now,
+      policy: this.policyName,
+      ...this.ledger.takeWindow(),
+      samples: this.windowSamples,
+    };
+    this.windowStart = this.now;
+    this.windowSamples = [];
+    return taken;
+  }
+
+  /**
+   * Moves to the earliest of the next event, stream arrival and sample (in that order on a tie)
+   * and processes it, unless it comes after `ms`; says whether it did.
+   */
+  private step(ms: number): boolean {
+    const tEvent = this.events.peekTime();
+    const tStream = this.source.peekMs();
+    if (tEvent <= tStream && tEvent <= this.nextSampleMs) {
+      if (tEvent > ms) return false;
+      this.now = tEvent;
+      this.onEvent(this.events.pop());
+    } else if (tStream <= this.nextSampleMs) {
+      if (tStream > ms) return false;
+      this.now = tStream;
+      this.onStream(this.source.next());
+    } else {
+      if (this.nextSampleMs > ms) return false;
+      this.now = this.nextSampleMs;
+      this.sample(this.now);
+      this.sampleIndex += 1;
+      this.nextSampleMs = this.sampleIndex * this.sampleEveryMs;
     }
-  });
+    return true;
+  }
 
-  // Workers: profile, FIFO ring buffer of query slots, free servers, batch slots.
-  const batchSize = new Int32Array(W);
-  const fixedMs = new Float64Array(W);
-  const perSizeMs = new Float64Array(W);
-  const deviationMs = new Float64Array(W);
-  const serverBase = new Int32Array(W);
-  let servers = 0;
-  for (const worker of workers) {
-    batchSize[worker.index] = worker.variant.batchSize;
-    fixedMs[worker.index] = worker.variant.fixedDelayMs;
-    perSizeMs[worker.index] = worker.variant.maxDelayMs - worker.variant.fixedDelayMs;
-    deviationMs[worker.index] = worker.variant.delayDeviationMs;
-    serverBase[worker.index] = servers;
-    if (!(worker.replicas >= 1) || !Number.isFinite(worker.replicas)) {
-      throw new RangeError(`worker ${worker.index} needs a finite replica count >= 1`);
+  /** Unpacks an event's kind and subject and hands it to its handler. */
+  private onEvent(payload: number): void {
+    const id = payload >>> KIND_BITS;
+    switch (payload & KIND_MASK) {
+      case ARRIVAL:
+        this.onArrival(id);
+        break;
+      case BATCH_DONE:
+        this.onBatchDone(id);
+        break;
+      case DELIVERY:
+        this.onDelivery(id);
+        break;
+      default:
+        this.onStreamEnd(id);
     }
-    servers += worker.replicas;
   }
-  const serverWorker = new Int32Array(servers);
-  const memberBase = new Int32Array(servers);
-  const batchLength = new Int32Array(servers);
-  const freeServers: Int32Array[] = [];
-  const freeCount = new Int32Array(W);
-  let members = 0;
-  for (const worker of workers) {
-    const free = new Int32Array(worker.replicas);
-    for (let r = 0; r < worker.replicas; r += 1) {
-      const g = serverBase[worker.index]! + r;
-      serverWorker[g] = worker.index;
-      memberBase[g] = members;
-      members += worker.variant.batchSize;
-      free[r] = g;
+
+  /** A stream arrives at its scheduler: bound by the policy in force, or rejected. */
+  private onStream({ stream }: StreamArrival): void {
+    const scheduler = this.links.schedulerIndex.get(stream.scheduler);
+    if (scheduler === undefined) throw new RangeError(`unknown scheduler ${stream.scheduler}`);
+    const app = this.ledger.appOf(stream.app);
+    const queries = queriesOf(stream);
+    this.ledger.arrived(queries);
+    const chosen = placeStream(
+      stream,
+      this.topology.schedulers[scheduler]!,
+      this.topology.workers,
+      this.loadOf,
+      this.policy,
+      this.policyUniform,
+    );
+    if (chosen === undefined) {
+      this.ledger.rejectStream(this.now, 1000 / stream.rate, queries, app);
+      return;
     }
-    freeServers.push(free);
-    freeCount[worker.index] = worker.replicas;
-  }
-  const batchMembers = new Int32Array(members);
-  const queues: Int32Array[] = workers.map(() => new Int32Array(64));
-  const queueHead = new Int32Array(W);
-  const queueLength = new Int32Array(W);
-
-  // Bound streams, by slot (slots are never reused: a run has thousands of streams, not millions).
-  let streamCount = 0;
-  let sWorker = new Int32Array(256);
-  let sScheduler = new Int32Array(256);
-  let sApp = new Int32Array(256);
-  let sQueries = new Int32Array(256);
-  let sEmitted = new Int32Array(256);
-  let sStart = new Float64Array(256);
-  let sPeriod = new Float64Array(256);
-  let sRate = new Float64Array(256);
-  let sSize = new Float64Array(256);
-  let sMaxDelay = new Float64Array(256);
-  let sUpFixed = new Float64Array(256);
-  let sAccess = new Float64Array(256);
-
-  // Queries in flight, by slot (reused through a free list).
-  let qStream = new Int32Array(1024);
-  let qSent = new Float64Array(1024);
-  let freeQueries = new Int32Array(1024);
-  let freeQueryCount = 0;
-  let queryHigh = 0;
-  let inFlight = 0;
-
-  // Rejected streams whose queries are not all counted yet.
-  const rejectedStreams: {
-    start: number;
-    period: number;
-    queries: number;
-    counted: number;
-    app: number;
-  }[] = [];
-
-  const recorder = new ObservationRecorder(W);
-  const loadOf = (worker: Worker): number => recorder.load(worker.index);
-  const events = new EventQueue();
-  let now = 0;
-  let sampleIndex = 1;
-  let nextSampleMs = sampleEveryMs;
-
-  const total: Outcomes = { success: 0, qosFailure: 0, rejected: 0 };
-  const window: Outcomes = { success: 0, qosFailure: 0, rejected: 0 };
-  const period: Outcomes = { success: 0, qosFailure: 0, rejected: 0 };
-  let windowStart = 0;
-  let windowSamples: Observation[] = [];
-  const appNames: string[] = [];
-  const appIndex = new Map<string, number>();
-  const appOutcomes: Outcomes[] = [];
-  const streamTotals = { arrived: 0, bound: 0, rejected: 0 };
-  let queriesOffered = 0;
-
-  function appOf(name: string): number {
-    let index = appIndex.get(name);
-    if (index === undefined) {
-      index = appNames.length;
-      appIndex.set(name, index);
-      appNames.push(name);
-      appOutcomes.push({ success: 0, qosFailure: 0, rejected: 0 });
-    }
-    return index;
+    this.ledger.bound();
+    this.bind(stream, scheduler, chosen.worker.index, app);
   }
 
-  function countSuccess(app: number): void {
-    total.success += 1;
-    window.success += 1;
-    period.success += 1;
-    appOutcomes[app]!.success += 1;
+  /** Reserves the stream's load on `worker` until its end and sends its first query. */
+  private bind(stream: Stream, scheduler: number, worker: number, app: number): void {
+    const s = this.streams.add(stream, scheduler, worker, app, this.now);
+    this.recorder.bind(worker, stream.maxDelayMs, stream.rate, stream.size);
+    this.events.push(this.now + stream.durationS * 1000, (s << KIND_BITS) | STREAM_END);
+    this.emitQuery(s, this.now);
   }
 
-  function countQosFailure(app: number): void {
-    total.qosFailure += 1;
-    window.qosFailure += 1;
-    period.qosFailure += 1;
-    appOutcomes[app]!.qosFailure += 1;
-  }
-
-  function countRejected(app: number, count: number): void {
-    total.rejected += count;
-    window.rejected += count;
-    period.rejected += count;
-    appOutcomes[app]!.rejected += count;
-  }
-
-  function allocQuery(): number {
-    if (freeQueryCount > 0) return freeQueries[--freeQueryCount]!;
-    const slot = queryHigh++;
-    if (slot >= qStream.length) {
-      qStream = grownI32(qStream, slot + 1);
-      qSent = grownF64(qSent, slot + 1);
-      freeQueries = grownI32(freeQueries, slot + 1);
-    }
-    return slot;
-  }
-
-  function freeQuery(slot: number): void {
-    freeQueries[freeQueryCount++] = slot;
-    inFlight -= 1;
-  }
-
-  /** A non-negative draw of N(mean, deviation). */
-  function linkDraw(s: number): number {
-    const key = sScheduler[s]! * W + sWorker[s]!;
-    const delay = linkDelay[key]! + linkDeviation[key]! * networkNormal();
-    return delay > 0 ? delay : 0;
+  /** A non-negative draw of stream `s`'s link delay. */
+  private linkDraw(s: number): number {
+    return this.links.draw(this.streams.scheduler[s]!, this.streams.worker[s]!, this.networkNormal);
   }
 
   /**
@@ -354,263 +314,120 @@ function createSimulation(options: SimulationOptions): Simulation {
    * jitter would put before `notBefore` (the previous query's arrival, several deviations
    * earlier than its own send + delay) is held to it, keeping each stream's queries in order.
    */
-  function emitQuery(s: number, notBefore: number): void {
-    const k = sEmitted[s]!;
-    sEmitted[s] = k + 1;
-    const sent = sStart[s]! + k * sPeriod[s]!;
-    const arrival = sent + sUpFixed[s]! + linkDraw(s);
-    const slot = allocQuery();
-    qStream[slot] = s;
-    qSent[slot] = sent;
-    inFlight += 1;
-    events.push(arrival > notBefore ? arrival : notBefore, (slot << KIND_BITS) | ARRIVAL);
+  private emitQuery(s: number, notBefore: number): void {
+    const streams = this.streams;
+    const k = streams.emitted[s]!;
+    streams.emitted[s] = k + 1;
+    const sent = streams.start[s]! + k * streams.period[s]!;
+    const arrival = sent + streams.upFixed[s]! + this.linkDraw(s);
+    const slot = this.queries.open(s, sent);
+    this.events.push(arrival > notBefore ? arrival : notBefore, (slot << KIND_BITS) | ARRIVAL);
+  }
+
+  /** A query reaches its worker: the stream's next one is scheduled, this one queued. */
+  private onArrival(slot: number): void {
+    const s = this.queries.stream[slot]!;
+    if (this.streams.emitted[s]! < this.streams.queries[s]!) this.emitQuery(s, this.now);
+    const w = this.streams.worker[s]!;
+    this.pool.enqueue(w, slot);
+    if (this.pool.freeCount[w]! > 0) this.dispatch(w);
   }
 
   /** Hands queued queries to free servers, a batch each, dropping those already past D^i. */
-  function dispatch(w: number): void {
-    const queue = queues[w]!;
-    const capacity = queue.length;
-    const limit = batchSize[w]!;
-    while (freeCount[w]! > 0 && queueLength[w]! > 0) {
-      const g = freeServers[w]![freeCount[w]! - 1]!;
-      const base = memberBase[g]!;
+  private dispatch(w: number): void {
+    const { pool, queries, streams, now } = this;
+    const limit = pool.batchSize[w]!;
+    while (pool.freeCount[w]! > 0 && pool.queueLength[w]! > 0) {
+      const g = pool.nextFree(w);
+      const base = pool.memberBase[g]!;
       let taken = 0;
       let largest = 0;
-      while (taken < limit && queueLength[w]! > 0) {
-        const slot = queue[queueHead[w]!]!;
-        queueHead[w] = (queueHead[w]! + 1) % capacity;
-        queueLength[w]! -= 1;
-        const s = qStream[slot]!;
-        if (now - qSent[slot]! > sMaxDelay[s]!) {
-          countQosFailure(sApp[s]!);
-          freeQuery(slot);
+      while (taken < limit && pool.queueLength[w]! > 0) {
+        const slot = pool.dequeue(w);
+        const s = queries.stream[slot]!;
+        if (now - queries.sent[slot]! > streams.maxDelay[s]!) {
+          this.ledger.qosFailure(streams.app[s]!);
+          queries.close(slot);
           continue;
         }
-        batchMembers[base + taken] = slot;
+        pool.batchMembers[base + taken] = slot;
         taken += 1;
-        const size = sSize[s]!;
+        const size = streams.size[s]!;
         if (size > largest) largest = size;
       }
       if (taken === 0) return;
-      freeCount[w]! -= 1;
-      batchLength[g] = taken;
-      const delay = fixedMs[w]! + perSizeMs[w]! * largest + deviationMs[w]! * processingNormal();
-      events.push(now + (delay > 0 ? delay : 0), (g << KIND_BITS) | BATCH_DONE);
+      pool.occupy(w, g, taken);
+      const delay =
+        pool.fixedMs[w]! +
+        pool.perSizeMs[w]! * largest +
+        pool.deviationMs[w]! * this.processingNormal();
+      this.events.push(now + (delay > 0 ? delay : 0), (g << KIND_BITS) | BATCH_DONE);
     }
   }
 
-  function enqueue(w: number, slot: number): void {
-    let queue = queues[w]!;
-    if (queueLength[w] === queue.length) {
-      // Unroll the ring into a buffer twice as large.
-      const larger = new Int32Array(queue.length * 2);
-      for (let i = 0; i < queueLength[w]; i += 1) {
-        larger[i] = queue[(queueHead[w]! + i) % queue.length]!;
-      }
-      queues[w] = queue = larger;
-      queueHead[w] = 0;
+  /** Server `g` finished a batch: its responses head back and it takes the next batch. */
+  private onBatchDone(g: number): void {
+    const { pool, queries, streams } = this;
+    const base = pool.memberBase[g]!;
+    for (let i = 0; i < pool.batchLength[g]!; i += 1) {
+      const slot = pool.batchMembers[base + i]!;
+      const s = queries.stream[slot]!;
+      this.events.push(
+        this.now + streams.access[s]! + this.linkDraw(s),
+        (slot << KIND_BITS) | DELIVERY,
+      );
     }
-    queue[(queueHead[w]! + queueLength[w]!) % queue.length] = slot;
-    queueLength[w]! += 1;
+    this.dispatch(pool.vacate(g));
   }
 
-  function onArrival(slot: number): void {
-    const s = qStream[slot]!;
-    if (sEmitted[s]! < sQueries[s]!) emitQuery(s, now);
-    const w = sWorker[s]!;
-    enqueue(w, slot);
-    if (freeCount[w]! > 0) dispatch(w);
-  }
-
-  function onBatchDone(g: number): void {
-    const w = serverWorker[g]!;
-    const base = memberBase[g]!;
-    for (let i = 0; i < batchLength[g]!; i += 1) {
-      const slot = batchMembers[base + i]!;
-      const s = qStream[slot]!;
-      events.push(now + sAccess[s]! + linkDraw(s), (slot << KIND_BITS) | DELIVERY);
-    }
-    freeServers[w]![freeCount[w]!] = g;
-    freeCount[w]! += 1;
-    dispatch(w);
-  }
-
-  function onDelivery(slot: number): void {
-    const s = qStream[slot]!;
+  /** A response reaches its client: a success within D^i, else a QoS failure. */
+  private onDelivery(slot: number): void {
+    const { queries, streams } = this;
+    const s = queries.stream[slot]!;
     // The same relative slack as the constraints: a latency equal to D^i on paper is a success.
-    if (now - qSent[slot]! <= sMaxDelay[s]! * (1 + 1e-9)) countSuccess(sApp[s]!);
-    else countQosFailure(sApp[s]!);
-    recorder.respond(sWorker[s]!);
-    freeQuery(slot);
-  }
-
-  function onStreamEnd(s: number): void {
-    recorder.release(sWorker[s]!, sMaxDelay[s]!, sRate[s]!, sSize[s]!);
-  }
-
-  function bind(stream: Stream, scheduler: number, worker: number, app: number): void {
-    const s = streamCount++;
-    if (s >= sWorker.length) {
-      const size = s + 1;
-      sWorker = grownI32(sWorker, size);
-      sScheduler = grownI32(sScheduler, size);
-      sApp = grownI32(sApp, size);
-      sQueries = grownI32(sQueries, size);
-      sEmitted = grownI32(sEmitted, size);
-      sStart = grownF64(sStart, size);
-      sPeriod = grownF64(sPeriod, size);
-      sRate = grownF64(sRate, size);
-      sSize = grownF64(sSize, size);
-      sMaxDelay = grownF64(sMaxDelay, size);
-      sUpFixed = grownF64(sUpFixed, size);
-      sAccess = grownF64(sAccess, size);
+    if (this.now - queries.sent[slot]! <= streams.maxDelay[s]! * (1 + 1e-9)) {
+      this.ledger.success(streams.app[s]!);
+    } else {
+      this.ledger.qosFailure(streams.app[s]!);
     }
-    sWorker[s] = worker;
-    sScheduler[s] = scheduler;
-    sApp[s] = app;
-    sQueries[s] = queriesOf(stream);
-    sEmitted[s] = 0;
-    sStart[s] = now;
-    sPeriod[s] = 1000 / stream.rate;
-    sRate[s] = stream.rate;
-    sSize[s] = stream.size;
-    sMaxDelay[s] = stream.maxDelayMs;
-    sUpFixed[s] = stream.accessDelayMs + stream.transmissionMsPerSize * stream.size;
-    sAccess[s] = stream.accessDelayMs;
-    recorder.bind(worker, stream.maxDelayMs, stream.rate, stream.size);
-    events.push(now + stream.durationS * 1000, (s << KIND_BITS) | STREAM_END);
-    emitQuery(s, now);
+    this.recorder.respond(streams.worker[s]!);
+    queries.close(slot);
   }
 
-  function onStream({ stream }: StreamArrival): void {
-    const scheduler = schedulerIndex.get(stream.scheduler);
-    if (scheduler === undefined) throw new RangeError(`unknown scheduler ${stream.scheduler}`);
-    const app = appOf(stream.app);
-    const queries = queriesOf(stream);
-    streamTotals.arrived += 1;
-    queriesOffered += queries;
-    const chosen = placeStream(
-      stream,
-      topology.schedulers[scheduler]!,
-      workers,
-      loadOf,
-      policy,
-      policyUniform,
+  /** Stream `s`'s duration is over: its reserved load is released. */
+  private onStreamEnd(s: number): void {
+    const streams = this.streams;
+    this.recorder.release(
+      streams.worker[s]!,
+      streams.maxDelay[s]!,
+      streams.rate[s]!,
+      streams.size[s]!,
     );
-    if (chosen === undefined) {
-      streamTotals.rejected += 1;
-      rejectedStreams.push({ start: now, period: 1000 / stream.rate, queries, counted: 0, app });
-      return;
-    }
-    streamTotals.bound += 1;
-    bind(stream, scheduler, chosen.worker.index, app);
   }
 
-  /** Counts the rejected streams' queries sent up to and including `t`. */
-  function flushRejected(t: number): void {
-    for (let i = rejectedStreams.length - 1; i >= 0; i -= 1) {
-      const r = rejectedStreams[i]!;
-      const sent = Math.min(r.queries, Math.floor((t - r.start) / r.period) + 1);
-      if (sent > r.counted) {
-        countRejected(r.app, sent - r.counted);
-        r.counted = sent;
-      }
-      if (r.counted === r.queries) {
-        rejectedStreams[i] = rejectedStreams[rejectedStreams.length - 1]!;
-        rejectedStreams.pop();
-      }
-    }
+  /** Takes the observation sample due at `t` (eq. 11), with the period's outcomes. */
+  private sample(t: number): void {
+    this.ledger.flushRejected(t);
+    this.windowSamples.push(this.recorder.sample(t, this.sampleEveryMs, this.ledger.takePeriod()));
   }
+}
 
-  function sample(t: number): void {
-    flushRejected(t);
-    windowSamples.push(recorder.sample(t, sampleEveryMs, { ...period }));
-    period.success = 0;
-    period.qosFailure = 0;
-    period.rejected = 0;
-  }
-
-  function runUntil(ms: number): void {
-    if (ms < now) throw new RangeError(`cannot run back to ${ms} ms from ${now} ms`);
-    for (;;) {
-      const tEvent = events.peekTime();
-      const tStream = source.peekMs();
-      if (tEvent <= tStream && tEvent <= nextSampleMs) {
-        if (tEvent > ms) break;
-        now = tEvent;
-        const payload = events.pop();
-        const id = payload >>> KIND_BITS;
-        switch (payload & KIND_MASK) {
-          case ARRIVAL:
-            onArrival(id);
-            break;
-          case BATCH_DONE:
-            onBatchDone(id);
-            break;
-          case DELIVERY:
-            onDelivery(id);
-            break;
-          default:
-            onStreamEnd(id);
-        }
-      } else if (tStream <= nextSampleMs) {
-        if (tStream > ms) break;
-        now = tStream;
-        onStream(source.next());
-      } else {
-        if (nextSampleMs > ms) break;
-        now = nextSampleMs;
-        sample(now);
-        sampleIndex += 1;
-        nextSampleMs = sampleIndex * sampleEveryMs;
-      }
-    }
-    now = ms;
-    flushRejected(ms);
-  }
-
-  function totals(): Totals {
-    const perApp: Record<string, Outcomes> = {};
-    appNames.forEach((name, i) => (perApp[name] = { ...appOutcomes[i]! }));
-    return {
-      ...total,
-      perApp,
-      streams: { ...streamTotals },
-      queriesOffered,
-      inFlight,
-    };
-  }
-
-  function takeWindow(): SimulationWindow {
-    const taken: SimulationWindow = {
-      startMs: windowStart,
-      endMs: now,
-      policy: policyName,
-      ...window,
-      samples: windowSamples,
-    };
-    window.success = 0;
-    window.qosFailure = 0;
-    window.rejected = 0;
-    windowStart = now;
-    windowSamples = [];
-    return taken;
-  }
-
+/**
+ * Builds a simulation standing at time 0. The RL loop calls `runUntil(t + T)`, `takeWindow()`,
+ * then `setPolicy(next)`; a static benchmark sets one policy and runs (see `runStatic`).
+ */
+function createSimulation(options: SimulationOptions): Simulation {
+  const engine = new SimulationEngine(options);
+  // Functions rather than the engine itself, so a caller can pass them around unbound.
   return {
-    setPolicy(name: PolicyName) {
-      const next = policyTable[name];
-      if (next === undefined) throw new RangeError(`unknown policy ${String(name)}`);
-      policyName = name;
-      policy = next;
-    },
+    setPolicy: (name: PolicyName) => engine.setPolicy(name),
     get policy() {
-      return policyName;
+      return engine.policyName;
     },
-    runUntil,
-    now: () => now,
-    totals,
-    takeWindow,
+    runUntil: (ms: number) => engine.runUntil(ms),
+    now: () => engine.now,
+    totals: () => engine.totals(),
+    takeWindow: () => engine.takeWindow(),
   };
 }
 
