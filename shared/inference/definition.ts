@@ -9,6 +9,7 @@ import { z } from 'zod';
 import type { WorkerQuality } from '../crds/index.js';
 import { NotFoundError, UnsupportedMediaTypeError, ValidationError } from '../errors/index.js';
 import { eventTypes, parseMediaType } from '../events/index.js';
+import type { IncomingEvent } from '../events/index.js';
 import { decodeJsonBody, defineFunction, onEvent, onRawRequest, onRequest } from '../http/index.js';
 import type {
   Answer,
@@ -90,7 +91,19 @@ function readInferBody(body: RawBody, headers: Readonly<Record<string, unknown>>
   return { json, binary: body.bytes.subarray(length) };
 }
 
-function inferenceDefinition(options: {
+/** Path parameters of the model routes: the model, and on the /versions/ forms its version. */
+type ModelParams = { model: string; version?: string };
+
+const modelParam = z.object({ model: z.string().min(1).max(256) });
+const versionParam = modelParam.extend({ version: z.string().min(1).max(64) });
+
+/** A plain JSON answer (200). */
+function json(body: unknown): Answer {
+  return { kind: 'json', body };
+}
+
+/** What `inferenceDefinition` serves: one worker's model, how it answers, and its hooks. */
+interface InferenceOptions {
   name: 'edge-infer' | 'cloud-infer';
   model: ServedModel;
   signature: Signature;
@@ -105,13 +118,36 @@ function inferenceDefinition(options: {
   sharedAnswers?: AnswerOnce;
   /** Routes of this worker alone. */
   extraRoutes?: readonly HttpRoute[];
-}): FunctionDefinition {
-  const { model, signature, served } = options;
-  const parsing = { signature, served, maxBatch: options.maxBatch };
-  const described = { ...model, signature, served };
-  const modelParam = z.object({ model: z.string().min(1).max(256) });
-  const versionParam = modelParam.extend({ version: z.string().min(1).max(64) });
-  const checkModel = (params: { model: string; version?: string }) => {
+}
+
+/**
+ * One worker's model as its routes and its CloudEvent form see it: built once per definition,
+ * so the routes' handlers call its methods instead of closing over a long function's locals.
+ */
+class ServedInference {
+  /** What parseInferRequest checks a request against. */
+  private readonly parsing: {
+    signature: Signature;
+    served: readonly TensorSpec[];
+    maxBatch: number;
+  };
+  /** The model as its metadata, config and infer answers describe it. */
+  private readonly described: ServedModel & { signature: Signature; served: readonly TensorSpec[] };
+  private readonly turn = createTurns();
+  // A redelivered event (same source and id) gets the first delivery's answer instead of a
+  // second inference: counted once, answered the same (across replicas with `sharedAnswers`).
+  private readonly once: AnswerOnce;
+
+  constructor(private readonly options: InferenceOptions) {
+    const { model, signature, served } = options;
+    this.parsing = { signature, served, maxBatch: options.maxBatch };
+    this.described = { ...model, signature, served };
+    this.once = localAnswers(options.sharedAnswers);
+  }
+
+  /** 404 for a model, or a version of it, that this worker does not serve. */
+  checkModel(params: ModelParams): void {
+    const { model } = this.options;
     if (params.model !== model.name) {
       throw new NotFoundError(
         `model ${params.model} is not served here (this worker serves ${model.name})`,
@@ -122,25 +158,33 @@ function inferenceDefinition(options: {
         `model ${model.name} has no version ${params.version} here (served: ${model.version})`,
       );
     }
-  };
-  const run = async (request: InferRequest, traceparent: string) => {
-    const { tensors, answered } = await options.answer(request, traceparent);
-    options.onAnswered?.(answered);
+  }
+
+  /** The worker's answer to a parsed request, reported to `onAnswered`. */
+  async run(request: InferRequest, traceparent: string): Promise<Record<string, Tensor>> {
+    const { tensors, answered } = await this.options.answer(request, traceparent);
+    this.options.onAnswered?.(answered);
     return tensors;
-  };
-  const infer = async (request: InferRequest, traceparent: string): Promise<InferAnswer> =>
-    formatInferResponse(request, described, await run(request, traceparent));
-  const json = (body: unknown): Answer => ({ kind: 'json', body });
-  const turn = createTurns();
-  const inferHttp = async (
-    params: { model: string; version?: string },
+  }
+
+  /** An OIP request's answer, formatted as the protocol writes it (JSON header, binary rest). */
+  async infer(request: InferRequest, traceparent: string): Promise<InferAnswer> {
+    return formatInferResponse(request, this.described, await this.run(request, traceparent));
+  }
+
+  /** POST /v2/models/{model}[/versions/{version}]/infer: JSON or binary tensor data. */
+  async inferHttp(
+    params: ModelParams,
     body: RawBody,
     ctx: { headers: Readonly<Record<string, unknown>>; traceparent: string },
-  ): Promise<Answer> => {
-    checkModel(params);
-    if (body.bytes.length > largeBodyBytes) await turn();
+  ): Promise<Answer> {
+    this.checkModel(params);
+    if (body.bytes.length > largeBodyBytes) await this.turn();
     const { json: header, binary } = readInferBody(body, ctx.headers);
-    const answer = await infer(parseInferRequest(header, parsing, binary), ctx.traceparent);
+    const answer = await this.infer(
+      parseInferRequest(header, this.parsing, binary),
+      ctx.traceparent,
+    );
     const head = Buffer.from(answer.header);
     if (answer.binary === undefined) {
       return { kind: 'bytes', contentType: 'application/json', body: head };
@@ -151,35 +195,145 @@ function inferenceDefinition(options: {
       headers: { 'inference-header-content-length': String(head.length) },
       body: Buffer.concat([head, answer.binary]),
     };
-  };
-  const inferEvent = async (data: unknown, traceparent: string) => {
+  }
+
+  /** POST /predict: the instances form. */
+  async predict(body: unknown, traceparent: string): Promise<Answer> {
+    const { signature, served, maxBatch } = this.options;
+    const request = parseInstances(body, signature, maxBatch);
+    return json(formatPredictions(served, await this.run(request, traceparent), request.rows));
+  }
+
+  /** An event's data answered: the instances form, or an OIP request answered as JSON. */
+  async inferEvent(data: unknown, traceparent: string): Promise<unknown> {
     if (typeof data === 'object' && data !== null && 'instances' in data) {
-      const request = parseInstances(data, signature, options.maxBatch);
-      return formatPredictions(served, await run(request, traceparent), request.rows);
+      const request = parseInstances(data, this.options.signature, this.options.maxBatch);
+      return formatPredictions(
+        this.options.served,
+        await this.run(request, traceparent),
+        request.rows,
+      );
     }
-    const request = parseInferRequest(data, parsing);
+    const request = parseInferRequest(data, this.parsing);
     if (request.binaryOutputs.size > 0) {
       throw new ValidationError(
         'data: binary outputs (binary_data_output, binary_data) are for HTTP requests; CloudEvent answers are JSON',
       );
     }
-    return JSON.parse((await infer(request, traceparent)).header) as unknown;
-  };
-  // A redelivered event (same source and id) gets the first delivery's answer instead of a
-  // second inference: counted once, answered the same (across replicas with `sharedAnswers`).
-  const once = localAnswers(options.sharedAnswers);
-  const metadata = async ({ params }: { params: { model: string; version?: string } }) => {
-    checkModel(params);
-    return json(modelMetadata(described));
-  };
-  const config = async ({ params }: { params: { model: string; version?: string } }) => {
-    checkModel(params);
-    return json(modelConfig({ ...described, maxBatch: options.maxBatch }));
-  };
-  const ready = async ({ params }: { params: { model: string; version?: string } }) => {
-    checkModel(params);
-    return json({ name: model.name, ready: true });
-  };
+    return JSON.parse((await this.infer(request, traceparent)).header) as unknown;
+  }
+
+  /** The consumed event's reply, inference.completed, answered once per event (see `once`). */
+  async reply(data: unknown, event: IncomingEvent, ctx: { traceparent: string }): Promise<Answer> {
+    return {
+      kind: 'reply',
+      event: {
+        type: eventTypes.inferenceCompleted,
+        ...(event.subject === undefined ? {} : { subject: event.subject }),
+        data: await this.once(`${event.source.length}:${event.source}:${event.id}`, () =>
+          this.inferEvent(data, ctx.traceparent),
+        ),
+      },
+    };
+  }
+
+  /** GET /v2/models/{model}[/versions/{version}]. */
+  async metadata(params: ModelParams): Promise<Answer> {
+    this.checkModel(params);
+    return json(modelMetadata(this.described));
+  }
+
+  /** GET /v2/models/{model}[/versions/{version}]/config. */
+  async config(params: ModelParams): Promise<Answer> {
+    this.checkModel(params);
+    return json(modelConfig({ ...this.described, maxBatch: this.options.maxBatch }));
+  }
+
+  /** GET /v2/models/{model}[/versions/{version}]/ready. */
+  async ready(params: ModelParams): Promise<Answer> {
+    this.checkModel(params);
+    return json({ name: this.options.model.name, ready: true });
+  }
+}
+
+/** The routes that infer: OIP's infer (also under /versions/{version}) and POST /predict. */
+function inferRoutes(serving: ServedInference): HttpRoute[] {
+  return [
+    onRawRequest({
+      method: 'POST',
+      path: '/v2/models/:model/infer',
+      params: modelParam,
+      handle: ({ params, body }, ctx) => serving.inferHttp(params, body, ctx),
+    }),
+    onRawRequest({
+      method: 'POST',
+      path: '/v2/models/:model/versions/:version/infer',
+      params: versionParam,
+      handle: ({ params, body }, ctx) => serving.inferHttp(params, body, ctx),
+    }),
+    onRequest({
+      method: 'POST',
+      path: '/predict',
+      body: z.unknown(),
+      handle: ({ body }, ctx) => serving.predict(body, ctx.traceparent),
+    }),
+  ];
+}
+
+/** OIP's metadata and health routes: server, model (also under /versions/{version}), health. */
+function describeRoutes(serving: ServedInference): HttpRoute[] {
+  const metadata = ({ params }: { params: ModelParams }) => serving.metadata(params);
+  const config = ({ params }: { params: ModelParams }) => serving.config(params);
+  const ready = ({ params }: { params: ModelParams }) => serving.ready(params);
+  return [
+    onRequest({ method: 'GET', path: '/v2', handle: async () => json(serverMetadata) }),
+    onRequest({ method: 'GET', path: '/v2/models/:model', params: modelParam, handle: metadata }),
+    onRequest({
+      method: 'GET',
+      path: '/v2/models/:model/versions/:version',
+      params: versionParam,
+      handle: metadata,
+    }),
+    onRequest({
+      method: 'GET',
+      path: '/v2/models/:model/config',
+      params: modelParam,
+      handle: config,
+    }),
+    onRequest({
+      method: 'GET',
+      path: '/v2/models/:model/versions/:version/config',
+      params: versionParam,
+      handle: config,
+    }),
+    onRequest({
+      method: 'GET',
+      path: '/v2/models/:model/ready',
+      params: modelParam,
+      handle: ready,
+    }),
+    onRequest({
+      method: 'GET',
+      path: '/v2/models/:model/versions/:version/ready',
+      params: versionParam,
+      handle: ready,
+    }),
+    onRequest({
+      method: 'GET',
+      path: '/v2/health/live',
+      handle: async () => json({ live: true }),
+    }),
+    onRequest({
+      method: 'GET',
+      path: '/v2/health/ready',
+      handle: async () => json({ ready: true }),
+    }),
+  ];
+}
+
+/** edge-infer's and cloud-infer's shared definition: OIP routes, /predict, one event type. */
+function inferenceDefinition(options: InferenceOptions): FunctionDefinition {
+  const serving = new ServedInference(options);
   return defineFunction({
     name: options.name,
     // The OIP spec's error object, {"error": "<message>"}, on every route: tritonclient prints
@@ -191,89 +345,13 @@ function inferenceDefinition(options: {
       const length = Number(headers['inference-header-content-length']);
       return Number.isSafeInteger(length) && length > 0 ? length : undefined;
     },
-    routes: [
-      onRawRequest({
-        method: 'POST',
-        path: '/v2/models/:model/infer',
-        params: modelParam,
-        handle: ({ params, body }, ctx) => inferHttp(params, body, ctx),
-      }),
-      onRawRequest({
-        method: 'POST',
-        path: '/v2/models/:model/versions/:version/infer',
-        params: versionParam,
-        handle: ({ params, body }, ctx) => inferHttp(params, body, ctx),
-      }),
-      onRequest({
-        method: 'POST',
-        path: '/predict',
-        body: z.unknown(),
-        async handle({ body }, ctx) {
-          const request = parseInstances(body, signature, options.maxBatch);
-          return json(formatPredictions(served, await run(request, ctx.traceparent), request.rows));
-        },
-      }),
-      onRequest({ method: 'GET', path: '/v2', handle: async () => json(serverMetadata) }),
-      onRequest({ method: 'GET', path: '/v2/models/:model', params: modelParam, handle: metadata }),
-      onRequest({
-        method: 'GET',
-        path: '/v2/models/:model/versions/:version',
-        params: versionParam,
-        handle: metadata,
-      }),
-      onRequest({
-        method: 'GET',
-        path: '/v2/models/:model/config',
-        params: modelParam,
-        handle: config,
-      }),
-      onRequest({
-        method: 'GET',
-        path: '/v2/models/:model/versions/:version/config',
-        params: versionParam,
-        handle: config,
-      }),
-      onRequest({
-        method: 'GET',
-        path: '/v2/models/:model/ready',
-        params: modelParam,
-        handle: ready,
-      }),
-      onRequest({
-        method: 'GET',
-        path: '/v2/models/:model/versions/:version/ready',
-        params: versionParam,
-        handle: ready,
-      }),
-      onRequest({
-        method: 'GET',
-        path: '/v2/health/live',
-        handle: async () => json({ live: true }),
-      }),
-      onRequest({
-        method: 'GET',
-        path: '/v2/health/ready',
-        handle: async () => json({ ready: true }),
-      }),
-      ...(options.extraRoutes ?? []),
-    ],
+    routes: [...inferRoutes(serving), ...describeRoutes(serving), ...(options.extraRoutes ?? [])],
     events: [
       onEvent({
         type: options.consumes,
         data: z.unknown(),
         replies: [eventTypes.inferenceCompleted],
-        async handle({ data, event }, ctx) {
-          return {
-            kind: 'reply',
-            event: {
-              type: eventTypes.inferenceCompleted,
-              ...(event.subject === undefined ? {} : { subject: event.subject }),
-              data: await once(`${event.source.length}:${event.source}:${event.id}`, () =>
-                inferEvent(data, ctx.traceparent),
-              ),
-            },
-          };
-        },
+        handle: ({ data, event }, ctx) => serving.reply(data, event, ctx),
       }),
     ],
     readiness: options.readiness,
