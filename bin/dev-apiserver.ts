@@ -1,9 +1,8 @@
 /**
- * `npm run dev:apiserver -- --port <n> --kubeconfig <file> [--snapshot <file>] [--insecure-http]`:
- * serves the development API server on 127.0.0.1 over HTTPS (a CA and certificate made at start)
- * and writes a kubeconfig (mode 0600, the CA, a fresh token) that client-node and kubectl accept.
- * With --snapshot, state is loaded from and saved to that file. --insecure-http serves plain
- * HTTP, which kubectl cannot use (it sends no token over plain HTTP).
+ * `npm run dev:apiserver -- --port <n> --kubeconfig <file> [--snapshot <file>]`: serves the
+ * development API server on 127.0.0.1 over HTTPS (a CA and certificate made at start) and writes
+ * a kubeconfig (mode 0600, the CA, a fresh token) that client-node and kubectl accept. With
+ * --snapshot, state is loaded from and saved to that file.
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -21,7 +20,6 @@ const { values } = parseArgs({
     port: { type: 'string', default: '0' },
     kubeconfig: { type: 'string' },
     snapshot: { type: 'string' },
-    'insecure-http': { type: 'boolean', default: false },
   },
 });
 const port = Number(values.port);
@@ -40,7 +38,7 @@ if (snapshot !== undefined && existsSync(snapshot)) {
   store.load(JSON.parse(readFileSync(snapshot, 'utf8')) as ReturnType<Store['dump']>, servedTypes);
 }
 const token = randomBytes(24).toString('base64url');
-const dev = createDevApiServer({ token, store, insecureHttp: values['insecure-http'] });
+const dev = createDevApiServer({ token, store });
 const listening = await listenDevApiServer(dev, port).catch((err: NodeJS.ErrnoException) => {
   process.stderr.write(
     err.code === 'EADDRINUSE'

@@ -6,8 +6,7 @@
  * the /status subresource, discovery for kubectl. Every request needs the bearer token.
  */
 import { timingSafeEqual } from 'node:crypto';
-import { createServer as createHttpServer } from 'node:http';
-import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import type { Server as HttpsServer } from 'node:https';
 import { matches, parseSelector } from './selector.js';
@@ -388,26 +387,19 @@ async function write(
 }
 
 interface DevApiServer {
-  server: HttpServer | HttpsServer;
+  server: HttpsServer;
   store: Store;
-  /** `https` unless built with `insecureHttp`. */
-  scheme: 'https' | 'http';
-  /** PEM: the CA that signed the serving certificate (for the kubeconfig); none over HTTP. */
-  ca: string | undefined;
+  /** PEM: the CA that signed the serving certificate (for the kubeconfig). */
+  ca: string;
 }
 
 interface DevApiServerOptions {
   /** The bearer token every request must carry. */
   token: string;
   store?: Store;
-  /**
-   * Plain HTTP, for a test that needs to see the bytes. kubectl never sends a token over plain
-   * HTTP, so this server is then for client-node only.
-   */
-  insecureHttp?: boolean;
 }
 
-/** Builds the server (not listening): HTTPS with a certificate made now, unless insecureHttp. */
+/** Builds the server (not listening): HTTPS with a certificate made now. */
 function createDevApiServer(options: DevApiServerOptions): DevApiServer {
   const store = options.store ?? new Store();
   const expected = Buffer.from(`Bearer ${options.token}`);
@@ -473,11 +465,8 @@ function createDevApiServer(options: DevApiServerOptions): DevApiServer {
       send(res, 500, status(500, 'InternalError', 'internal error'));
     });
   };
-  if (options.insecureHttp === true) {
-    return { server: createHttpServer(onRequest), store, scheme: 'http', ca: undefined };
-  }
   const { ca, cert, key } = servingCertificates();
-  return { server: createHttpsServer({ cert, key }, onRequest), store, scheme: 'https', ca };
+  return { server: createHttpsServer({ cert, key }, onRequest), store, ca };
 }
 
 /** Listens on `host:port` (0: any free port); the URL clients use and a close that ends watches. */
@@ -494,7 +483,7 @@ function listenDevApiServer(
       const address = server.address();
       if (address === null || typeof address === 'string') return reject(new Error('no address'));
       resolve({
-        url: `${dev.scheme}://${host}:${address.port}`,
+        url: `https://${host}:${address.port}`,
         close: () =>
           new Promise<void>((done) => {
             server.closeAllConnections();

@@ -63,7 +63,7 @@ describe('development API server via client-node', () => {
   beforeAll(async () => {
     const dev = createDevApiServer({ token: 'test-token' });
     server = await listenDevApiServer(dev);
-    ca = dev.ca!;
+    ca = dev.ca;
     config = new KubeConfig();
     config.loadFromString(kubeconfig({ server: server.url, token: 'test-token', ca }));
     api = config.makeApiClient(CustomObjectsApi);

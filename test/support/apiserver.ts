@@ -41,7 +41,7 @@ export async function startApiServer(): Promise<TestApiServer> {
     store: dev.store,
     kube,
     kubeconfigFile: file,
-    ca: dev.ca!,
+    ca: dev.ca,
     calls,
     writes: () =>
       [...calls].reduce(

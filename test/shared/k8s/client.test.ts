@@ -21,7 +21,7 @@ import {
 
 const dir = mkdtempSync(join(tmpdir(), 'edgeai-kube-'));
 
-let ca: string | undefined;
+let ca = '';
 
 function kubeFor(server: string): Kube {
   const file = join(dir, `config-${Math.random()}`);
@@ -96,7 +96,7 @@ describe('shared/k8s adapter', () => {
   });
 
   it('reports an unreachable API server as unavailable (retryable)', async () => {
-    const down = kubeFor(`http://127.0.0.1:${await freePort()}`);
+    const down = kubeFor(`https://127.0.0.1:${await freePort()}`);
     await expect(
       down.list('jointInferenceService', { namespace: 'default' }),
     ).rejects.toBeInstanceOf(UnavailableError);
