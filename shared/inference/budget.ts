@@ -7,6 +7,7 @@
  */
 import type { RedisClient } from '../redis/index.js';
 import { hashTag, key, luaScript, runScript } from '../redis/index.js';
+import { repeat } from './repeat.js';
 import type { Logger } from '../telemetry/index.js';
 
 interface Budget {
@@ -83,18 +84,12 @@ function createBudget(options: BudgetOptions): Budget {
     );
     fromWindow(values);
   };
-  const timer =
-    options.refreshMs > 0
-      ? setInterval(() => {
-          refresh().catch((err: unknown) =>
-            options.log.warn(
-              { err: err instanceof Error ? err.message : String(err) },
-              'budget refresh failed; keeping the last cut',
-            ),
-          );
-        }, options.refreshMs)
-      : undefined;
-  timer?.unref();
+  const stop = repeat(
+    options.refreshMs,
+    refresh,
+    options.log,
+    'budget refresh failed; keeping the last cut',
+  );
   return {
     cut: () => cut,
     isHard: (hardness) => (cut === undefined ? undefined : hardness > cut),
@@ -103,7 +98,7 @@ function createBudget(options: BudgetOptions): Budget {
       if (pending.length < options.window) pending.push(hardness);
     },
     refresh,
-    stop: () => clearInterval(timer),
+    stop,
   };
 }
 

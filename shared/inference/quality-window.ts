@@ -14,6 +14,7 @@
  */
 import type { RedisClient } from '../redis/index.js';
 import { defineIdempotentScript, hashTag, key, luaScript, runScript } from '../redis/index.js';
+import { repeat } from './repeat.js';
 import type { Logger } from '../telemetry/index.js';
 import { bandCount, bandOf, chooseCut, driftTest } from './objective.js';
 import type { CalibrationSettings, CutEstimate, DriftSettings, DriftVerdict } from './objective.js';
@@ -318,18 +319,12 @@ function createQualityWindow(options: QualityWindowOptions): QualityWindow {
     return running;
   };
 
-  const timer =
-    options.refreshMs > 0
-      ? setInterval(() => {
-          refresh().catch((err: unknown) =>
-            options.log.warn(
-              { err: err instanceof Error ? err.message : String(err) },
-              'quality window refresh failed; keeping the last cut and resending',
-            ),
-          );
-        }, options.refreshMs)
-      : undefined;
-  timer?.unref();
+  const stop = repeat(
+    options.refreshMs,
+    refresh,
+    options.log,
+    'quality window refresh failed; keeping the last cut and resending',
+  );
 
   return {
     observe(band, outlier) {
@@ -366,7 +361,7 @@ function createQualityWindow(options: QualityWindowOptions): QualityWindow {
     },
     state: () => state,
     refresh,
-    stop: () => clearInterval(timer),
+    stop,
   };
 }
 

@@ -10,6 +10,7 @@ import { ConfigError } from '../errors/index.js';
 import { edgeMiningSpec, edgeTask, nodeKeys } from '../messages/edge-task.js';
 import type { EdgeMiningSpec } from '../messages/edge-task.js';
 import type { RedisClient } from '../redis/index.js';
+import { repeat } from './repeat.js';
 import type { Logger } from '../telemetry/index.js';
 import type { HardExampleMiner } from './hem.js';
 import { minerFromConfig } from './miner-config.js';
@@ -76,16 +77,13 @@ function watchTask(options: {
       'mining settings reloaded from the task',
     );
   };
-  const timer = setInterval(() => {
-    poll().catch((err: unknown) =>
-      options.log.warn(
-        { err: err instanceof Error ? err.message : String(err) },
-        'task reload failed; keeping the running settings',
-      ),
-    );
-  }, options.pollMs);
-  timer.unref();
-  return { poll, stop: () => clearInterval(timer) };
+  const stop = repeat(
+    options.pollMs,
+    poll,
+    options.log,
+    'task reload failed; keeping the running settings',
+  );
+  return { poll, stop };
 }
 
 export { watchTask, minerFromTask };
