@@ -10,6 +10,7 @@ import {
   jointInferenceServiceStatus,
 } from '../../../shared/crds/index.js';
 import { parseInput } from '../../../shared/schema/index.js';
+import { qualityReport } from '../../support/worker-quality.js';
 
 const root = new URL('../../../', import.meta.url);
 
@@ -72,20 +73,7 @@ describe('CRDs', () => {
     const status = {
       shadowCount: 12,
       shadowRatio: 0.05,
-      quality: {
-        accuracyObjective: 2,
-        estimatedEdgeAccuracy: 0.93,
-        estimatedJointLoss: 1.4,
-        cut: 0.35,
-        shadowRate: 0.05,
-        labelled: 512,
-        driftScore: 7.2,
-        driftThreshold: 3.1,
-        drifting: true,
-        driftWindow: 1000,
-        outlierShare: 0.31,
-        reportTime: '2026-11-22T10:00:00.000Z',
-      },
+      quality: { ...qualityReport, reportTime: '2026-11-22T10:00:00.000Z' },
     };
     expect(parseInput(jointInferenceServiceStatus, status, 'status')).toEqual(status);
     expect(() => parseInput(jointInferenceServiceStatus, { shadowRatio: 1.5 }, 'status')).toThrow(

@@ -1,8 +1,8 @@
 /** The report's schema, as both the edge worker and upstream-status use it. */
 import { describe, expect, it } from 'vitest';
 import { workerQuality } from '../../../shared/crds/index.js';
-import type { WorkerQuality } from '../../../shared/crds/index.js';
 import { workerMessage } from '../../../shared/messages/worker-message.js';
+import { qualityReport } from '../../support/worker-quality.js';
 
 const base = { phase: 'Inference', status: 'Running' };
 const withTaskInfo = (taskInfo: Record<string, number>) => ({ ...base, output: { taskInfo } });
@@ -19,19 +19,7 @@ const issues = (body: unknown): string[] => {
     : parsed.error.issues.map((issue) => `${issue.path.map(String).join('.')}: ${issue.message}`);
 };
 
-const full: WorkerQuality = {
-  accuracyObjective: 2,
-  estimatedEdgeAccuracy: 0.93,
-  estimatedJointLoss: 1.4,
-  cut: 0.35,
-  shadowRate: 0.05,
-  labelled: 512,
-  driftScore: 7.2,
-  driftThreshold: 3.1,
-  drifting: true,
-  driftWindow: 1000,
-  outlierShare: 0.31,
-};
+const full = qualityReport;
 
 describe('WorkerMessage', () => {
   it('takes shadowNumber with the inferenceNumber it is bounded by', () => {

@@ -9,6 +9,7 @@ import { hashTag, key } from '../../../shared/redis/index.js';
 import { createReportCounters } from '../../../shared/status/index.js';
 import { testRedis } from '../../support/redis.js';
 import type { TestRedis } from '../../support/redis.js';
+import { qualityReport } from '../../support/worker-quality.js';
 
 const message = (
   uploaded: number,
@@ -192,19 +193,7 @@ describe('report counters', () => {
       counters.record(tag, { source: 'node/edge0', id }, pod, message, at);
     expect((await counters.totals(tag)).quality).toBeUndefined();
 
-    const first: WorkerQuality = {
-      accuracyObjective: 2,
-      estimatedEdgeAccuracy: 0.934,
-      estimatedJointLoss: 1.25,
-      cut: 0.35,
-      shadowRate: 0.05,
-      labelled: 512,
-      driftScore: 7.2,
-      driftThreshold: 3.1,
-      drifting: true,
-      driftWindow: 1000,
-      outlierShare: 0.31,
-    };
+    const first = qualityReport;
     await record('1', shadowed(100, 5, first), '2026-11-22T10:00:01.000Z');
     expect((await counters.totals(tag)).quality).toEqual({
       ...first,

@@ -23,6 +23,7 @@ import { capturedTelemetry, listen, postEvent } from '../../support/http.js';
 import type { Listening } from '../../support/http.js';
 import { testRedis } from '../../support/redis.js';
 import type { TestRedis } from '../../support/redis.js';
+import { qualityReport } from '../../support/worker-quality.js';
 
 const ns = 'default';
 const name = 'helmet-detection-demo';
@@ -663,19 +664,7 @@ describe('upstream-status', () => {
       (await api.kube.get({ kind: 'jointInferenceService', namespace: ns, name: 'shadowed' }))[
         'status'
       ] as Record<string, unknown>;
-    const quality = {
-      accuracyObjective: 2,
-      estimatedEdgeAccuracy: 0.934,
-      estimatedJointLoss: 1.25,
-      cut: 0.35,
-      shadowRate: 0.05,
-      labelled: 512,
-      driftScore: 7.2,
-      driftThreshold: 3.1,
-      drifting: true,
-      driftWindow: 1000,
-      outlierShare: 0.31,
-    };
+    const quality = qualityReport;
     const shadowReport = (id: string, inferenceNumber: number, shadowNumber: number) => ({
       id,
       reporter: 'edge-pod-shadow:1',
