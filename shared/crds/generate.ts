@@ -10,6 +10,7 @@ import {
   modelSpec,
   modelStatus,
 } from './schemas.js';
+import { mlGraphSpec, mlGraphStatus } from './mlgraph.js';
 
 const group = 'edgeai.io';
 const version = 'v1alpha1';
@@ -107,6 +108,23 @@ function customResourceDefinitions(): Record<string, unknown> {
       columns: [
         { name: 'Format', type: 'string', jsonPath: '.spec.format' },
         { name: 'URL', type: 'string', jsonPath: '.spec.url' },
+        { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+      ],
+    }),
+    'mlgraphs.yaml': crd({
+      kind: 'MLGraph',
+      plural: 'mlgraphs',
+      shortNames: ['mlg'],
+      spec: mlGraphSpec,
+      status: mlGraphStatus,
+      columns: [
+        {
+          name: 'Ready',
+          type: 'string',
+          jsonPath: '.status.conditions[?(@.type=="Ready")].status',
+        },
+        { name: 'Nodes', type: 'integer', jsonPath: '.status.nodeCount' },
+        { name: 'URL', type: 'string', jsonPath: '.status.url' },
         { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
       ],
     }),

@@ -22,3 +22,6 @@ export type {
   HemName,
   WorkerQuality,
 } from './schemas.js';
+export { mlGraphSpec, mlGraphStatus, graphProblems, parentsOf, joinTypes } from './mlgraph.js';
+export type { MLGraphSpec, GraphNode, GraphEdge, GraphProblem } from './mlgraph.js';
+export { strategy as routeStrategy } from './route-strategy.js';

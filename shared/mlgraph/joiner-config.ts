@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { readEnv } from '../config/index.js';
 import type { Env } from '../config/index.js';
 import { ConfigError } from '../errors/index.js';
-import { childName } from './strategies.js';
+import { childName } from '../crds/route-strategy.js';
 
 const schema = z.object({
   MLGRAPH_NODE: childName.optional(),

@@ -15,7 +15,7 @@ import { extensions, headers, parseMetadata, puid, reward } from '../messages/ml
 import type { AddOutcome } from './join-store.js';
 import { resultOf } from './joiner.js';
 import type { Joiner } from './joiner.js';
-import { childName } from './strategies.js';
+import { childName } from '../crds/route-strategy.js';
 
 function joinerDefinition(deps: {
   /** The node's name: in the ids of the joined events it replies with. */

@@ -3,8 +3,8 @@ import { z } from 'zod';
 import { readEnv } from '../config/index.js';
 import type { Env } from '../config/index.js';
 import { ConfigError } from '../errors/index.js';
-import { childName, strategy, unknownChildren } from './strategies.js';
-import type { Strategy } from './strategies.js';
+import { childName, strategy, unknownChildren } from '../crds/route-strategy.js';
+import type { Strategy } from '../crds/route-strategy.js';
 
 const schema = z.object({
   // Knative sets K_SERVICE to the Service's name: the node's name unless MLGRAPH_NODE says.

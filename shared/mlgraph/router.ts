@@ -9,7 +9,8 @@ import { randomUUID } from 'node:crypto';
 import { NotFoundError } from '../errors/index.js';
 import type { RewardOutcome, RouteStore } from './route-store.js';
 import { learns, route } from './strategies.js';
-import type { ArmStats, Strategy } from './strategies.js';
+import type { ArmStats } from './strategies.js';
+import type { Strategy } from '../crds/route-strategy.js';
 
 interface Router {
   /** The children for this request and the prediction id it is known by from now on. */

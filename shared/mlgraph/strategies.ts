@@ -8,51 +8,8 @@
  * only the predictions that were rewarded (a prediction never rewarded says nothing about its
  * arm), so `rewarded` is the n of UCB1 and the trials of Thompson sampling's Beta posterior.
  */
-import { z } from 'zod';
 
-/** A child node's name: a DNS-1123 label, as Knative Service names are. */
-const childName = z
-  .string()
-  .regex(/^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a DNS-1123 label (a Knative Service name)');
-
-const comparison = z.object({
-  /** Dotted path into the request's JSON body, e.g. `parameters.tier`. */
-  path: z
-    .string()
-    .regex(/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/, 'must be a dotted path of [A-Za-z0-9_-] keys'),
-  op: z.enum(['eq', 'ne', 'lt', 'lte', 'gt', 'gte', 'in', 'exists']),
-  value: z.unknown().optional(),
-});
-
-const strategy = z.discriminatedUnion('kind', [
-  /** Every request to the same children (all of them unless listed). */
-  z.object({ kind: z.literal('static'), children: z.array(childName).min(1).optional() }).strict(),
-  /** One child per request, drawn with the given relative weights. */
-  z
-    .object({
-      kind: z.literal('weighted'),
-      weights: z.record(childName, z.number().min(0).max(1e6)),
-    })
-    .strict(),
-  /** The first rule whose comparison holds on the body decides; else `otherwise`. */
-  z
-    .object({
-      kind: z.literal('condition'),
-      rules: z
-        .array(z.object({ when: comparison, route: z.array(childName).min(1) }).strict())
-        .min(1),
-      otherwise: z.array(childName).min(1),
-    })
-    .strict(),
-  /** The best mean reward, or with probability epsilon a uniformly random child. */
-  z.object({ kind: z.literal('epsilon-greedy'), epsilon: z.number().min(0).max(1) }).strict(),
-  /** Thompson sampling on a Beta(1 + rewards, 1 + rewarded - rewards) posterior per child. */
-  z.object({ kind: z.literal('thompson') }).strict(),
-  /** UCB1: mean + sqrt(2 ln N / n); unrewarded children first. */
-  z.object({ kind: z.literal('ucb1') }).strict(),
-]);
-
-type Strategy = z.output<typeof strategy>;
+import type { Comparison, Strategy } from '../crds/route-strategy.js';
 
 /** What the store knows about one child: rewarded predictions and the sum of their rewards. */
 interface ArmStats {
@@ -69,19 +26,6 @@ function learns(s: Strategy): boolean {
   return banditKinds.has(s.kind);
 }
 
-/** Every child a strategy names must be one of the node's children: checked once at start-up. */
-function unknownChildren(s: Strategy, children: readonly string[]): string[] {
-  const named =
-    s.kind === 'static'
-      ? (s.children ?? [])
-      : s.kind === 'weighted'
-        ? Object.keys(s.weights)
-        : s.kind === 'condition'
-          ? [...s.rules.flatMap((r) => r.route), ...s.otherwise]
-          : [];
-  return [...new Set(named.filter((c) => !children.includes(c)))];
-}
-
 function lookup(body: unknown, path: string): unknown {
   let at: unknown = body;
   for (const key of path.split('.')) {
@@ -91,7 +35,7 @@ function lookup(body: unknown, path: string): unknown {
   return at;
 }
 
-function holds(when: z.output<typeof comparison>, body: unknown): boolean {
+function holds(when: Comparison, body: unknown): boolean {
   const actual = lookup(body, when.path);
   const { value } = when;
   switch (when.op) {
@@ -233,5 +177,5 @@ function route(
   }
 }
 
-export { strategy, childName, route, learns, unknownChildren };
-export type { Strategy, ArmStats };
+export { route, learns };
+export type { ArmStats };

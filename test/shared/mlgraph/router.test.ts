@@ -9,7 +9,7 @@ import { eventTypes } from '../../../shared/events/index.js';
 import { buildServer } from '../../../shared/http/index.js';
 import { createRouteStore, createRouter, routerDefinition } from '../../../shared/mlgraph/index.js';
 import { loadRouterConfig } from '../../../shared/mlgraph/router-config.js';
-import type { Strategy } from '../../../shared/mlgraph/strategies.js';
+import type { Strategy } from '../../../shared/crds/route-strategy.js';
 import { normal, seededRandom } from '../../../shared/random/index.js';
 import { capturedTelemetry, listen, postEvent } from '../../support/http.js';
 import type { Listening } from '../../support/http.js';

@@ -1,8 +1,10 @@
 /** Route strategies: what each returns (properties), and that the bandits find the best child. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { route, strategy } from '../../../shared/mlgraph/strategies.js';
-import type { ArmStats, Strategy } from '../../../shared/mlgraph/strategies.js';
+import { route } from '../../../shared/mlgraph/strategies.js';
+import { strategy } from '../../../shared/crds/route-strategy.js';
+import type { ArmStats } from '../../../shared/mlgraph/strategies.js';
+import type { Strategy } from '../../../shared/crds/route-strategy.js';
 import { normal, seededRandom } from '../../../shared/random/index.js';
 
 const children = ['small', 'medium', 'large'];

@@ -1,0 +1,303 @@
+/**
+ * The MLGraph resource: a graph of model, router, join, transform and outlier nodes that one
+ * predict request walks (seed 003). The schema is the CRD's (one object per node, no unions: a
+ * structural schema cannot express them); `graphProblems` is what the schema cannot say — names
+ * resolve, no cycle, one way in to every node but a join, a depth limit — each problem naming
+ * its node, so an invalid graph gets a condition rather than a crash.
+ */
+import { z } from 'zod';
+import { childName, strategy, unknownChildren } from './route-strategy.js';
+
+/** Node names become Knative Service names `<graph>-<node>`: both stay short. */
+const nodeName = childName.max(30);
+const httpUrl = z
+  .string()
+  .max(2048)
+  .regex(/^https?:\/\/[^\s/?#]+[^\s]*$/, 'must be an http(s):// URL');
+const oipName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'must be 1-128 of [A-Za-z0-9_.-]');
+
+const graphNodeKinds = ['model', 'router', 'join', 'transform', 'outlier'] as const;
+const dependencies = ['Hard', 'Soft'] as const;
+const joinTypes = ['inner', 'any', 'outer'] as const;
+/** Deepest path (in edges) from the root a graph may have. */
+const maxGraphDepth = 16;
+const maxGraphNodes = 32;
+
+const graphEdge = z.object({
+  node: nodeName.describe('A node of this graph.'),
+  timeoutMs: z
+    .number()
+    .int()
+    .min(1)
+    .max(600_000)
+    .optional()
+    .describe("Deadline of each call to that node, within the request's remaining budget."),
+  retries: z
+    .number()
+    .int()
+    .min(0)
+    .max(5)
+    .optional()
+    .describe('Retries after a retryable failure (no answer, 502, 503, 504); default 0.'),
+  dependency: z
+    .enum(dependencies)
+    .optional()
+    .describe(
+      "Hard (default): the graph fails with that step's status. Soft: the step is skipped and the answer says so.",
+    ),
+});
+
+/** A router's strategy as the CRD stores it; checked against the router's own schema. */
+const routeStrategySpec = z
+  .object({
+    kind: z.enum(['static', 'weighted', 'condition', 'epsilon-greedy', 'thompson', 'ucb1']),
+    children: z.array(nodeName).optional().describe('static: a fixed subset of the children.'),
+    weights: z.record(z.string(), z.number()).optional().describe('weighted: child -> weight.'),
+    epsilon: z.number().min(0).max(1).optional().describe('epsilon-greedy: exploration rate.'),
+    rules: z
+      .array(
+        z.object({
+          when: z.object({
+            path: z.string(),
+            op: z.enum(['eq', 'ne', 'lt', 'lte', 'gt', 'gte', 'in', 'exists']),
+            value: z.unknown().optional().meta({ 'x-kubernetes-preserve-unknown-fields': true }),
+          }),
+          route: z.array(nodeName),
+        }),
+      )
+      .optional()
+      .describe('condition: the first rule that holds on the request body decides.'),
+    otherwise: z.array(nodeName).optional().describe('condition: the route when no rule holds.'),
+  })
+  .describe('How the router picks among its children (docs/mlgraph.md).');
+
+const graphNode = z.object({
+  name: nodeName,
+  kind: z.enum(graphNodeKinds).describe('model, router, join, transform or outlier.'),
+  model: z
+    .object({
+      url: httpUrl.optional().describe('An OIP v2 server outside the cluster or namespace.'),
+      service: nodeName.optional().describe('A Knative Service in this namespace.'),
+      jointInferenceService: nodeName
+        .optional()
+        .describe('A JointInferenceService in this namespace (its edge worker answers).'),
+      name: oipName.describe('The model name on that server.'),
+      version: oipName.optional(),
+    })
+    .optional()
+    .describe(
+      'kind model: where the OIP v2 endpoint is (exactly one of url, service, jointInferenceService).',
+    ),
+  router: z
+    .object({
+      strategy: routeStrategySpec.optional(),
+      url: httpUrl
+        .optional()
+        .describe('Your own router (the route contract) instead of a deployed one.'),
+    })
+    .optional(),
+  join: z
+    .object({
+      type: z
+        .enum(joinTypes)
+        .optional()
+        .describe(
+          'inner (default): every route taken; any: the first input; outer: what arrives within windowMs, marked partial.',
+        ),
+      windowMs: z.number().int().min(1).max(600_000).optional().describe('outer: the window.'),
+      url: httpUrl
+        .optional()
+        .describe('Your own joiner (the join contract) instead of a deployed one.'),
+    })
+    .optional(),
+  transform: z.object({ url: httpUrl }).optional().describe('kind transform: POST body -> body.'),
+  outlier: z
+    .object({
+      url: httpUrl
+        .optional()
+        .describe('A scoring endpoint; default the built-in z-score detector.'),
+      threshold: z
+        .number()
+        .min(0)
+        .optional()
+        .describe('Score above which the input is an outlier.'),
+    })
+    .optional(),
+  data: z
+    .enum(['parent', 'request'])
+    .optional()
+    .describe("What the node receives: its parent's answer (default) or the graph's request."),
+  children: z.array(graphEdge).max(16).optional(),
+});
+
+const mlGraphSpec = z.object({
+  root: nodeName.describe('The node a request enters by.'),
+  nodes: z.array(graphNode).min(1).max(maxGraphNodes),
+  timeoutMs: z
+    .number()
+    .int()
+    .min(1)
+    .max(600_000)
+    .optional()
+    .describe('Budget of one request through the whole graph; default 30000.'),
+});
+
+const mlGraphStatus = z.object({
+  conditions: z
+    .array(
+      z.object({
+        type: z.string().min(1),
+        status: z.enum(['True', 'False', 'Unknown']),
+        reason: z.string().optional(),
+        message: z.string().optional(),
+        lastTransitionTime: z.string().optional(),
+      }),
+    )
+    .optional(),
+  observedGeneration: z.number().int().min(0).optional(),
+  url: z.string().optional().describe("The graph's predict URL (its executor)."),
+  nodeCount: z.number().int().min(0).optional(),
+  lastReconcileTime: z.string().optional(),
+});
+
+type MLGraphSpec = z.output<typeof mlGraphSpec>;
+type GraphNode = MLGraphSpec['nodes'][number];
+type GraphEdge = NonNullable<GraphNode['children']>[number];
+
+/** One thing wrong with a graph, naming the node it is about. */
+interface GraphProblem {
+  node: string;
+  message: string;
+}
+
+/** Parents of each node, in declaration order. */
+function parentsOf(spec: MLGraphSpec): Map<string, string[]> {
+  const parents = new Map<string, string[]>(spec.nodes.map((n) => [n.name, []]));
+  for (const node of spec.nodes) {
+    for (const edge of node.children ?? []) parents.get(edge.node)?.push(node.name);
+  }
+  return parents;
+}
+
+function kindProblems(node: GraphNode): string[] {
+  const problems: string[] = [];
+  const children = (node.children ?? []).map((c) => c.node);
+  if (node.kind === 'model') {
+    const where = [node.model?.url, node.model?.service, node.model?.jointInferenceService];
+    if (where.filter((w) => w !== undefined).length !== 1)
+      problems.push(
+        'a model node needs model with exactly one of url, service, jointInferenceService',
+      );
+  }
+  if (node.kind === 'router') {
+    if (children.length === 0) problems.push('a router needs children');
+    const declared = node.router?.strategy ?? { kind: 'static' };
+    const parsed = strategy.safeParse(declared);
+    if (!parsed.success) {
+      const detail = parsed.error.issues.map((i) => `${i.path.join('.') || 'kind'}: ${i.message}`);
+      problems.push(`router.strategy: ${detail.join('; ')}`);
+    } else {
+      const unknown = unknownChildren(parsed.data, children);
+      if (unknown.length > 0)
+        problems.push(`router.strategy names ${unknown.join(', ')}, not a child`);
+    }
+  }
+  if (node.kind === 'transform' && node.transform === undefined)
+    problems.push('a transform node needs transform.url');
+  if (node.kind === 'join' && node.join?.type === 'outer' && node.join.windowMs === undefined)
+    problems.push('an outer join needs join.windowMs');
+  for (const field of ['model', 'router', 'join', 'transform', 'outlier'] as const) {
+    if (field !== node.kind && node[field] !== undefined)
+      problems.push(`${field} is set on a ${node.kind} node`);
+  }
+  return problems;
+}
+
+/** Longest path (in edges) from the root, or undefined when a cycle is reachable. */
+function depthFromRoot(
+  spec: MLGraphSpec,
+  byName: Map<string, GraphNode>,
+): Map<string, number> | undefined {
+  const depth = new Map<string, number>();
+  const state = new Map<string, 'open' | 'done'>();
+  let cyclic = false;
+  // Depth-first, longest path to each node through a topological order.
+  const order: string[] = [];
+  const visit = (name: string): void => {
+    if (state.get(name) === 'done' || cyclic) return;
+    if (state.get(name) === 'open') {
+      cyclic = true;
+      return;
+    }
+    state.set(name, 'open');
+    for (const edge of byName.get(name)?.children ?? [])
+      if (byName.has(edge.node)) visit(edge.node);
+    state.set(name, 'done');
+    order.push(name);
+  };
+  visit(spec.root);
+  if (cyclic) return undefined;
+  depth.set(spec.root, 0);
+  for (const name of order.reverse()) {
+    const at = depth.get(name) ?? 0;
+    for (const edge of byName.get(name)?.children ?? [])
+      depth.set(edge.node, Math.max(depth.get(edge.node) ?? 0, at + 1));
+  }
+  return depth;
+}
+
+/** Everything wrong with a graph the schema cannot see; empty when it can run. */
+function graphProblems(spec: MLGraphSpec): GraphProblem[] {
+  const problems: GraphProblem[] = [];
+  const byName = new Map<string, GraphNode>();
+  for (const node of spec.nodes) {
+    if (byName.has(node.name)) problems.push({ node: node.name, message: 'declared twice' });
+    byName.set(node.name, node);
+  }
+  if (!byName.has(spec.root)) problems.push({ node: spec.root, message: 'the root is not a node' });
+  for (const node of spec.nodes) {
+    for (const message of kindProblems(node)) problems.push({ node: node.name, message });
+    const seen = new Set<string>();
+    for (const edge of node.children ?? []) {
+      if (!byName.has(edge.node))
+        problems.push({ node: node.name, message: `child ${edge.node} is not a node` });
+      if (seen.has(edge.node))
+        problems.push({ node: node.name, message: `child ${edge.node} is named twice` });
+      seen.add(edge.node);
+    }
+  }
+  const parents = parentsOf(spec);
+  for (const [name, from] of parents) {
+    const kind = byName.get(name)?.kind;
+    if (name === spec.root && from.length > 0)
+      problems.push({ node: name, message: `the root has parents (${from.join(', ')})` });
+    if (kind !== 'join' && from.length > 1)
+      problems.push({
+        node: name,
+        message: `has ${from.length} parents (${from.join(', ')}): only a join may`,
+      });
+  }
+  if (problems.length > 0) return problems;
+  const depth = depthFromRoot(spec, byName);
+  if (depth === undefined) return [{ node: spec.root, message: 'the graph has a cycle' }];
+  for (const node of spec.nodes) {
+    const d = depth.get(node.name);
+    if (d === undefined) problems.push({ node: node.name, message: 'not reachable from the root' });
+    else if (d > maxGraphDepth)
+      problems.push({ node: node.name, message: `at depth ${d}, deeper than ${maxGraphDepth}` });
+  }
+  return problems;
+}
+
+export {
+  mlGraphSpec,
+  mlGraphStatus,
+  graphProblems,
+  parentsOf,
+  graphNodeKinds,
+  joinTypes,
+  maxGraphDepth,
+};
+export type { MLGraphSpec, GraphNode, GraphEdge, GraphProblem };

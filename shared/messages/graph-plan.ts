@@ -1,0 +1,82 @@
+/**
+ * An MLGraph as its executor runs it (MLGRAPH_GRAPH, JSON): the controller resolves every node
+ * to the URL it answers at and fills in the defaults; the executor (the router function in
+ * graph mode) checks it with this same schema at start-up. The graph was validated by the
+ * controller (`graphProblems`); the executor checks again, since a hand-written plan is allowed.
+ */
+import { z } from 'zod';
+import { graphProblems, joinTypes, mlGraphSpec } from '../crds/mlgraph.js';
+import type { MLGraphSpec } from '../crds/mlgraph.js';
+
+const plannedEdge = z
+  .object({
+    node: z.string(),
+    timeoutMs: z.number().int().min(1).optional(),
+    retries: z.number().int().min(0).max(5).default(0),
+    dependency: z.enum(['Hard', 'Soft']).default('Hard'),
+  })
+  .strict();
+
+const plannedNode = z
+  .object({
+    name: z.string(),
+    kind: z.enum(['model', 'router', 'join', 'transform', 'outlier']),
+    /**
+     * Where the node answers: a model's OIP server (its base URL), a router's or joiner's
+     * service, a transform or outlier endpoint. A built-in outlier node has none.
+     */
+    url: z.url({ protocol: /^https?$/ }).optional(),
+    model: z.object({ name: z.string(), version: z.string().optional() }).strict().optional(),
+    join: z
+      .object({ type: z.enum(joinTypes).default('inner'), windowMs: z.number().int().optional() })
+      .strict()
+      .optional(),
+    outlier: z.object({ threshold: z.number().min(0).optional() }).strict().optional(),
+    data: z.enum(['parent', 'request']).default('parent'),
+    children: z.array(plannedEdge).default([]),
+  })
+  .strict();
+
+const graphPlan = z
+  .object({
+    /** `<namespace>/<name>`: in the keys of the paths kept for rewards. */
+    graph: z.string().regex(/^[a-z0-9-]{1,63}\/[a-z0-9-]{1,63}$/, 'must be <namespace>/<name>'),
+    root: z.string(),
+    timeoutMs: z.number().int().min(1).max(600_000).default(30_000),
+    nodes: z.array(plannedNode).min(1),
+  })
+  .strict()
+  .superRefine((plan, ctx) => {
+    const asSpec: MLGraphSpec = {
+      root: plan.root,
+      nodes: plan.nodes.map((n) => ({
+        name: n.name,
+        kind: n.kind,
+        children: n.children,
+        // The kind's own settings are checked above; graphProblems needs a model's "where".
+        ...(n.kind === 'model' ? { model: { name: n.model?.name ?? '', url: n.url } } : {}),
+        ...(n.kind === 'transform' && n.url !== undefined ? { transform: { url: n.url } } : {}),
+        ...(n.kind === 'join' ? { join: n.join } : {}),
+      })),
+    };
+    const shaped = mlGraphSpec.safeParse(asSpec);
+    const problems = shaped.success
+      ? graphProblems(shaped.data)
+      : shaped.error.issues.map((i) => ({ node: i.path.join('.'), message: i.message }));
+    for (const problem of problems)
+      ctx.addIssue({ code: 'custom', message: `node ${problem.node}: ${problem.message}` });
+    for (const node of plan.nodes) {
+      const needsUrl = node.kind !== 'outlier';
+      if (needsUrl && node.url === undefined)
+        ctx.addIssue({ code: 'custom', message: `node ${node.name}: needs a url` });
+      if (node.kind === 'model' && node.model === undefined)
+        ctx.addIssue({ code: 'custom', message: `node ${node.name}: needs model.name` });
+    }
+  });
+
+type GraphPlan = z.output<typeof graphPlan>;
+type PlannedNode = GraphPlan['nodes'][number];
+type PlannedEdge = PlannedNode['children'][number];
+
+export { graphPlan };
+export type { GraphPlan, PlannedNode, PlannedEdge };
