@@ -48,6 +48,12 @@ interface JoinStore {
     nowMs: number,
     limit: number,
   ): Promise<{ claimed: Array<Joined & { claim: string }>; expired: number }>;
+  /**
+   * Lowers a transaction's bound to `inputs` in all, without an input of its own (a route not
+   * taken after the inputs went); completes it when that many have arrived. The bound is kept
+   * even before any input, which may still be on its way.
+   */
+  tighten(input: { puid: string; inputs: number }): Promise<AddOutcome>;
   /** Marks a claimed join as handed out; false when the claim was lost (its lease ran out). */
   finish(puid: string, claim: string): Promise<boolean>;
   get(puid: string): Promise<Joined | undefined>;
@@ -91,6 +97,35 @@ end
 return {'waiting'}
 `;
 
+// As addLua without an input: the bound alone. A join completed this way has no completer.
+const tightenLua = `
+local join, deadlines = KEYS[1], KEYS[2]
+local puid, inputs = ARGV[1], tonumber(ARGV[2])
+local deadline, keep = tonumber(ARGV[3]), tonumber(ARGV[4])
+local state = redis.call('HGET', join, 'state')
+if state and state ~= 'open' then
+  if state == 'complete' then return {'again', redis.call('HGETALL', join)} end
+  return {'late', state}
+end
+if not state then
+  redis.call('HSET', join, 'state', 'open')
+  redis.call('PEXPIRE', join, deadline + keep)
+end
+local bound = tonumber(redis.call('HGET', join, 'bound'))
+if bound == nil or inputs < bound then
+  bound = inputs
+  redis.call('HSET', join, 'bound', bound)
+end
+local n = tonumber(redis.call('HGET', join, 'n') or '0')
+if n > 0 and n >= bound then
+  redis.call('HSET', join, 'state', 'complete', 'completer', '')
+  redis.call('ZREM', deadlines, puid)
+  redis.call('PEXPIRE', join, keep)
+  return {'complete', redis.call('HGETALL', join)}
+end
+return {'waiting'}
+`;
+
 const dueLua = `
 local now, limit, lease = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
@@ -125,6 +160,7 @@ return 1
 `;
 
 const addScript = luaScript(2, addLua);
+const tightenScript = luaScript(2, tightenLua);
 const dueScript = luaScript(1, dueLua);
 const claimScript = luaScript(2, claimLua);
 const finishScript = luaScript(2, finishLua);
@@ -154,6 +190,14 @@ function joinedFrom(puid: string, flat: readonly string[]): Joined {
     inputs,
     missing: state === 'complete' ? 0 : Math.max(0, bound - received),
   };
+}
+
+function outcomeOf(puid: string, [kind, detail]: [string, (string[] | string)?]): AddOutcome {
+  if (kind === 'complete' || kind === 'again') {
+    return { kind, joined: joinedFrom(puid, detail as string[]) };
+  }
+  if (kind === 'late') return { kind: 'late', state: detail as JoinState };
+  return { kind: 'waiting' };
 }
 
 function createJoinStore(
@@ -195,12 +239,23 @@ function createJoinStore(
         ],
         (r) => r,
       )) as [string, (string[] | string)?];
-      const [kind, detail] = reply;
-      if (kind === 'complete' || kind === 'again') {
-        return { kind, joined: joinedFrom(puid, detail as string[]) };
-      }
-      if (kind === 'late') return { kind: 'late', state: detail as JoinState };
-      return { kind: 'waiting' };
+      return outcomeOf(puid, reply);
+    },
+    async tighten({ puid, inputs }) {
+      const reply = (await runScript(
+        redis,
+        tightenScript,
+        [
+          joinKey(puid),
+          deadlines,
+          puid,
+          String(inputs),
+          String(options.deadlineMs),
+          String(options.keepMs),
+        ],
+        (r) => r,
+      )) as [string, (string[] | string)?];
+      return outcomeOf(puid, reply);
     },
     async due(nowMs, limit) {
       const puids = await runScript(

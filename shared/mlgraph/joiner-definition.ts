@@ -2,7 +2,8 @@
  * joiner as a function: `POST /predict` takes one input of a transaction, named by
  * `mlgraph-puid`, `mlgraph-source` and `mlgraph-pending-requests`; the input that completes the
  * join is answered 200 with the joined result, every other 202 with no body (the contract's empty
- * reply). `GET /joins/{puid}` gives a join's state and inputs, a partial one included. As
+ * reply). `POST /joins/{puid}/bound` with `{"inputs": n}` lowers the bound without an input (a
+ * route not taken after the inputs went), answered like an input. `GET /joins/{puid}` gives a join's state and inputs, a partial one included. As
  * CloudEvents, `io.edgeai.mlgraph.partial` with the same metadata as extensions, answered by
  * `io.edgeai.mlgraph.joined` when it completes; the PingSource tick hands out overdue joins.
  */
@@ -78,6 +79,20 @@ function joinerDefinition(deps: {
               headers: { [headers.puid]: outcome.joined.puid },
             };
           }
+          return { kind: 'accepted' };
+        },
+      }),
+      onRequest({
+        method: 'POST',
+        path: '/joins/:puid/bound',
+        params: z.object({ puid }),
+        body: z.object({ inputs: z.number().int().min(1).max(deps.maxInputs) }).strict(),
+        async handle({ params, body }): Promise<Answer> {
+          const outcome = await joiner.tighten(params.puid, body.inputs);
+          if (outcome.kind === 'complete' || outcome.kind === 'again')
+            return { kind: 'json', body: resultOf(outcome.joined) };
+          // Ended at its deadline: what was handed out.
+          if (outcome.kind === 'late') return { kind: 'json', body: await joiner.get(params.puid) };
           return { kind: 'accepted' };
         },
       }),

@@ -29,6 +29,8 @@ interface Joiner {
     pending: number;
     payload: unknown;
   }): Promise<AddOutcome>;
+  /** Lowers a transaction's bound to `inputs` in all (JoinStore.tighten). */
+  tighten(puid: string, inputs: number): Promise<AddOutcome>;
   /** Hands out the joins past their deadline; says how many went out. */
   sweep(): Promise<number>;
   get(puid: string): Promise<JoinResult & { state: Joined['state'] }>;
@@ -63,6 +65,7 @@ function createJoiner(deps: {
   const limit = deps.sweepLimit ?? 100;
   return {
     add: (input) => store.add({ ...input, nowMs: deps.now() }),
+    tighten: (puid, inputs) => store.tighten({ puid, inputs }),
     async sweep() {
       const { claimed, expired } = await store.due(deps.now(), limit);
       if (expired > 0) deps.onExpired?.(expired);

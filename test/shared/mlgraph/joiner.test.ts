@@ -106,6 +106,28 @@ describe('joiner', () => {
     }
   });
 
+  it('completes on a lowered bound (a route not taken after the inputs went), before or after them', async () => {
+    // A went with pending 2 (B and C may come); then the router took only B.
+    const after = store();
+    await after.add({ puid: 't', source: 'A', pending: 2, payload: 'a', nowMs: 0 });
+    await after.add({ puid: 't', source: 'B', pending: 2, payload: 'b', nowMs: 0 });
+    const done = await after.tighten({ puid: 't', inputs: 2 });
+    expect(done).toMatchObject({ kind: 'complete', joined: { inputs: { A: 'a', B: 'b' } } });
+    expect((await after.tighten({ puid: 't', inputs: 2 })).kind).toBe('again');
+    // The bound overtakes an input still on its way: kept, and the input completes the join.
+    const before = store();
+    expect((await before.tighten({ puid: 'u', inputs: 1 })).kind).toBe('waiting');
+    const first = await before.add({ puid: 'u', source: 'A', pending: 2, payload: 'a', nowMs: 0 });
+    expect(first).toMatchObject({ kind: 'complete', joined: { inputs: { A: 'a' } } });
+    // A bound never loosens.
+    const tight = store();
+    await tight.tighten({ puid: 'v', inputs: 1 });
+    await tight.tighten({ puid: 'v', inputs: 3 });
+    expect(
+      (await tight.add({ puid: 'v', source: 'A', pending: 2, payload: 0, nowMs: 0 })).kind,
+    ).toBe('complete');
+  });
+
   it('completes once when the inputs race in from many replicas', async () => {
     const s = store();
     const sources = ['a', 'b', 'c', 'd', 'e', 'f', 'g', 'h'];
@@ -266,6 +288,20 @@ describe('joiner', () => {
         missing: 0,
         inputs: { large: { y: 2 }, small: { y: 1 } },
       });
+    });
+
+    it('takes a lowered bound over HTTP, answered like an input', async () => {
+      expect((await input('p3', 'small', 2, { y: 1 })).status).toBe(202);
+      const bound = (inputs: unknown) =>
+        fetch(`${server.url}/joins/p3/bound`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ inputs }),
+        });
+      expect((await bound(0)).status).toBe(400);
+      const done = await bound(1);
+      expect(done.status).toBe(200);
+      expect(await done.json()).toMatchObject({ partial: false, inputs: { small: { y: 1 } } });
     });
 
     it('names the metadata a request gets wrong', async () => {
