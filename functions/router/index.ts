@@ -1,8 +1,16 @@
-/** router: an ML-graph node that picks the children each request goes to, and learns from rewards. */
+/**
+ * router: an ML-graph node that picks the children each request goes to, and learns from
+ * rewards; with MLGRAPH_GRAPH, a whole graph's executor (its entry node).
+ */
 import type { FunctionFactory } from '../../shared/http/index.js';
 import {
+  createExecutor,
+  createPathStore,
   createRouteStore,
   createRouter,
+  graphDefinition,
+  inGraphMode,
+  loadGraphConfig,
   loadRouterConfig,
   routerDefinition,
 } from '../../shared/mlgraph/index.js';
@@ -10,7 +18,39 @@ import { redisReadiness, requireRedis } from '../../shared/redis/index.js';
 import { defineMetrics } from '../../shared/telemetry/index.js';
 import { normal } from '../../shared/random/index.js';
 
-const factory: FunctionFactory = ({ config, telemetry }) => {
+const graphFactory: FunctionFactory = ({ config, telemetry }) => {
+  const settings = loadGraphConfig();
+  const redis = requireRedis(config.redis, 'router', telemetry.log);
+  const metrics = defineMetrics(telemetry);
+  const steps = metrics.histogram(
+    'edgeai_mlgraph_step_seconds',
+    'Calls from the graph executor to each node, by node and outcome (ok, skipped, failed)',
+    [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+    ['node', 'outcome'],
+  );
+  const executor = createExecutor({
+    plan: settings.plan,
+    send: fetch,
+    paths: createPathStore(redis, { graph: settings.plan.graph, ttlMs: settings.puidTtlMs }),
+    now: () => performance.now(),
+    observe: (node, outcome, seconds) => steps({ node, outcome }, seconds),
+  });
+  return Promise.resolve({
+    definition: graphDefinition({
+      name: settings.plan.graph.split('/')[1]!,
+      executor,
+      readiness: [redisReadiness(redis)],
+    }),
+    close: () => {
+      redis.disconnect();
+      return Promise.resolve();
+    },
+  });
+};
+
+const factory: FunctionFactory = (runtime) => {
+  if (inGraphMode()) return graphFactory(runtime);
+  const { config, telemetry } = runtime;
   const settings = loadRouterConfig();
   const redis = requireRedis(config.redis, 'router', telemetry.log);
   const unknownRewards = defineMetrics(telemetry).counter(

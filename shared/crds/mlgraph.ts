@@ -181,34 +181,42 @@ function parentsOf(spec: MLGraphSpec): Map<string, string[]> {
   return parents;
 }
 
+function routerProblems(node: GraphNode, children: readonly string[]): string[] {
+  const problems = children.length === 0 ? ['a router needs children'] : [];
+  const parsed = strategy.safeParse(node.router?.strategy ?? { kind: 'static' });
+  if (!parsed.success) {
+    const detail = parsed.error.issues.map((i) => `${i.path.join('.') || 'kind'}: ${i.message}`);
+    return [...problems, `router.strategy: ${detail.join('; ')}`];
+  }
+  const unknown = unknownChildren(parsed.data, children);
+  if (unknown.length > 0) problems.push(`router.strategy names ${unknown.join(', ')}, not a child`);
+  return problems;
+}
+
+/** What each kind needs of its own settings. */
+const kindChecks: Record<GraphNode['kind'], (node: GraphNode, children: string[]) => string[]> = {
+  model: (node) =>
+    [node.model?.url, node.model?.service, node.model?.jointInferenceService].filter(
+      (w) => w !== undefined,
+    ).length === 1
+      ? []
+      : ['a model node needs model with exactly one of url, service, jointInferenceService'],
+  router: routerProblems,
+  transform: (node) =>
+    node.transform === undefined ? ['a transform node needs transform.url'] : [],
+  join: (node) =>
+    node.join?.type === 'outer' && node.join.windowMs === undefined
+      ? ['an outer join needs join.windowMs']
+      : [],
+  outlier: () => [],
+};
+
 function kindProblems(node: GraphNode): string[] {
-  const problems: string[] = [];
-  const children = (node.children ?? []).map((c) => c.node);
-  if (node.kind === 'model') {
-    const where = [node.model?.url, node.model?.service, node.model?.jointInferenceService];
-    if (where.filter((w) => w !== undefined).length !== 1)
-      problems.push(
-        'a model node needs model with exactly one of url, service, jointInferenceService',
-      );
-  }
-  if (node.kind === 'router') {
-    if (children.length === 0) problems.push('a router needs children');
-    const declared = node.router?.strategy ?? { kind: 'static' };
-    const parsed = strategy.safeParse(declared);
-    if (!parsed.success) {
-      const detail = parsed.error.issues.map((i) => `${i.path.join('.') || 'kind'}: ${i.message}`);
-      problems.push(`router.strategy: ${detail.join('; ')}`);
-    } else {
-      const unknown = unknownChildren(parsed.data, children);
-      if (unknown.length > 0)
-        problems.push(`router.strategy names ${unknown.join(', ')}, not a child`);
-    }
-  }
-  if (node.kind === 'transform' && node.transform === undefined)
-    problems.push('a transform node needs transform.url');
-  if (node.kind === 'join' && node.join?.type === 'outer' && node.join.windowMs === undefined)
-    problems.push('an outer join needs join.windowMs');
-  for (const field of ['model', 'router', 'join', 'transform', 'outlier'] as const) {
+  const problems = kindChecks[node.kind](
+    node,
+    (node.children ?? []).map((c) => c.node),
+  );
+  for (const field of graphNodeKinds) {
     if (field !== node.kind && node[field] !== undefined)
       problems.push(`${field} is set on a ${node.kind} node`);
   }
@@ -248,17 +256,16 @@ function depthFromRoot(
   return depth;
 }
 
-/** Everything wrong with a graph the schema cannot see; empty when it can run. */
-function graphProblems(spec: MLGraphSpec): GraphProblem[] {
+/** Names: each declared once, the root and every child a node. */
+function nameProblems(spec: MLGraphSpec, byName: ReadonlyMap<string, GraphNode>): GraphProblem[] {
   const problems: GraphProblem[] = [];
-  const byName = new Map<string, GraphNode>();
+  const declared = new Set<string>();
   for (const node of spec.nodes) {
-    if (byName.has(node.name)) problems.push({ node: node.name, message: 'declared twice' });
-    byName.set(node.name, node);
+    if (declared.has(node.name)) problems.push({ node: node.name, message: 'declared twice' });
+    declared.add(node.name);
   }
   if (!byName.has(spec.root)) problems.push({ node: spec.root, message: 'the root is not a node' });
   for (const node of spec.nodes) {
-    for (const message of kindProblems(node)) problems.push({ node: node.name, message });
     const seen = new Set<string>();
     for (const edge of node.children ?? []) {
       if (!byName.has(edge.node))
@@ -268,27 +275,44 @@ function graphProblems(spec: MLGraphSpec): GraphProblem[] {
       seen.add(edge.node);
     }
   }
-  const parents = parentsOf(spec);
-  for (const [name, from] of parents) {
-    const kind = byName.get(name)?.kind;
+  return problems;
+}
+
+/** One way in to every node but a join; none to the root. */
+function parentProblems(spec: MLGraphSpec, byName: ReadonlyMap<string, GraphNode>): GraphProblem[] {
+  const problems: GraphProblem[] = [];
+  for (const [name, from] of parentsOf(spec)) {
     if (name === spec.root && from.length > 0)
       problems.push({ node: name, message: `the root has parents (${from.join(', ')})` });
-    if (kind !== 'join' && from.length > 1)
+    if (byName.get(name)?.kind !== 'join' && from.length > 1)
       problems.push({
         node: name,
         message: `has ${from.length} parents (${from.join(', ')}): only a join may`,
       });
   }
+  return problems;
+}
+
+/** Everything wrong with a graph the schema cannot see; empty when it can run. */
+function graphProblems(spec: MLGraphSpec): GraphProblem[] {
+  const byName = new Map(spec.nodes.map((n) => [n.name, n]));
+  const problems = [
+    ...nameProblems(spec, byName),
+    ...spec.nodes.flatMap((node) =>
+      kindProblems(node).map((message) => ({ node: node.name, message })),
+    ),
+    ...parentProblems(spec, byName),
+  ];
   if (problems.length > 0) return problems;
   const depth = depthFromRoot(spec, byName);
   if (depth === undefined) return [{ node: spec.root, message: 'the graph has a cycle' }];
-  for (const node of spec.nodes) {
+  return spec.nodes.flatMap((node): GraphProblem[] => {
     const d = depth.get(node.name);
-    if (d === undefined) problems.push({ node: node.name, message: 'not reachable from the root' });
-    else if (d > maxGraphDepth)
-      problems.push({ node: node.name, message: `at depth ${d}, deeper than ${maxGraphDepth}` });
-  }
-  return problems;
+    if (d === undefined) return [{ node: node.name, message: 'not reachable from the root' }];
+    if (d > maxGraphDepth)
+      return [{ node: node.name, message: `at depth ${d}, deeper than ${maxGraphDepth}` }];
+    return [];
+  });
 }
 
 export {

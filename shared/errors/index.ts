@@ -78,6 +78,21 @@ class UnavailableError extends AppError {
   }
 }
 
+/**
+ * A step the request depended on (another service) failed: `status` is what that step answered,
+ * or 502 when it did not answer and 504 when it answered too late; the message names the step.
+ */
+class StepError extends AppError {
+  override readonly name = 'StepError';
+  constructor(
+    message: string,
+    readonly status: number,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+  }
+}
+
 /** A configuration variable is missing or malformed; the message names the variable. */
 class ConfigError extends AppError {
   override readonly name = 'ConfigError';
@@ -124,6 +139,7 @@ export {
   PayloadTooLargeError,
   UnsupportedMediaTypeError,
   UnavailableError,
+  StepError,
   ConfigError,
   errorAnswer,
 };

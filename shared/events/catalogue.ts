@@ -28,6 +28,8 @@ const eventTypes = Object.freeze({
   graphJoined: 'io.edgeai.mlgraph.joined',
   /** ML graph: a router's answer to a predict event, naming the children in `mlgraphroute`. */
   graphRouted: 'io.edgeai.mlgraph.routed',
+  /** ML graph: a graph's answer to a predict event (its executor walked the whole graph). */
+  graphCompleted: 'io.edgeai.mlgraph.completed',
   /** ASET: a client stream asks for placement, ends, or was placed / rejected. */
   streamRequested: 'io.edgeai.aset.stream.requested',
   streamEnded: 'io.edgeai.aset.stream.ended',

@@ -9,4 +9,5 @@ export type {
   ReadinessCheck,
   HttpRoute,
   RawBody,
+  RequestContext,
 } from './define.js';

@@ -21,7 +21,13 @@ type NodeState = 'waiting' | 'running' | 'done' | 'dead' | 'skipped';
 /** What the executor must do next. */
 type Step<P> =
   /** Call a node (not a join) with this input; `edge` is how it was reached (none: the root). */
-  | { kind: 'call'; node: string; from: string | undefined; edge: PlannedEdge | undefined; input: P }
+  | {
+      kind: 'call';
+      node: string;
+      from: string | undefined;
+      edge: PlannedEdge | undefined;
+      input: P;
+    }
   /** Send one input to a join; the transaction has at most `1 + pending` inputs. */
   | { kind: 'join-input'; node: string; from: string; edge: PlannedEdge; input: P; pending: number }
   /** A route not taken lowered a join's bound after its inputs went: at most `inputs` in all. */
@@ -56,7 +62,9 @@ class GraphRun<P> {
   /** The first step: call the root with the request. */
   start(): Step<P>[] {
     this.states.set(this.plan.root, 'running');
-    return [{ kind: 'call', node: this.plan.root, from: undefined, edge: undefined, input: this.request }];
+    return [
+      { kind: 'call', node: this.plan.root, from: undefined, edge: undefined, input: this.request },
+    ];
   }
 
   /**
@@ -104,6 +112,17 @@ class GraphRun<P> {
 
   state(node: string): NodeState {
     return this.states.get(node)!;
+  }
+
+  /**
+   * Whether the answer is settled: every node with no children has answered or will never run.
+   * Calls still in flight then cannot change it (e.g. a late input to an outer join).
+   */
+  finished(): boolean {
+    return this.plan.nodes.every(
+      (n) =>
+        n.children.length > 0 || ['done', 'dead', 'skipped'].includes(this.states.get(n.name)!),
+    );
   }
 
   /** Nodes a soft failure skipped. */

@@ -1,4 +1,4 @@
-/** The ML-graph data plane: the router and joiner nodes (route and join contracts). */
+/** The ML-graph data plane: the router and joiner nodes (route and join contracts) and the graph executor. */
 export { createJoinStore } from './join-store.js';
 export { createJoiner, sweepEvery } from './joiner.js';
 export { loadJoinerConfig } from './joiner-config.js';
@@ -7,3 +7,7 @@ export { createRouteStore } from './route-store.js';
 export { createRouter } from './router.js';
 export { loadRouterConfig } from './router-config.js';
 export { routerDefinition } from './router-definition.js';
+export { createExecutor } from './executor.js';
+export { inGraphMode, loadGraphConfig } from './graph-config.js';
+export { graphDefinition } from './graph-definition.js';
+export { createPathStore } from './path-store.js';

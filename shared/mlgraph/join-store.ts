@@ -200,6 +200,37 @@ function outcomeOf(puid: string, [kind, detail]: [string, (string[] | string)?])
   return { kind: 'waiting' };
 }
 
+/** JoinStore.due: the overdue joins claimed for this caller. */
+async function claimDue(
+  redis: RedisClient,
+  options: { leaseMs: number },
+  keys: { joinKey: (puid: string) => string; deadlines: string },
+  nowMs: number,
+  limit: number,
+): Promise<{ claimed: Array<Joined & { claim: string }>; expired: number }> {
+  const { joinKey, deadlines } = keys;
+  const puids = await runScript(
+    redis,
+    dueScript,
+    [deadlines, String(nowMs), String(limit), String(options.leaseMs)],
+    (r) => r as string[],
+  );
+  const claimed: Array<Joined & { claim: string }> = [];
+  let expired = 0;
+  for (const puid of puids) {
+    const claim = randomUUID();
+    const [kind, fields] = await runScript(
+      redis,
+      claimScript,
+      [joinKey(puid), deadlines, puid, claim],
+      (r) => r as [string, string[]?],
+    );
+    if (kind === 'expired') expired += 1;
+    if (kind === 'claimed') claimed.push({ ...joinedFrom(puid, fields ?? []), claim });
+  }
+  return { claimed, expired };
+}
+
 function createJoinStore(
   redis: RedisClient,
   options: { node: string; deadlineMs: number; keepMs: number; leaseMs: number },
@@ -257,28 +288,7 @@ function createJoinStore(
       )) as [string, (string[] | string)?];
       return outcomeOf(puid, reply);
     },
-    async due(nowMs, limit) {
-      const puids = await runScript(
-        redis,
-        dueScript,
-        [deadlines, String(nowMs), String(limit), String(options.leaseMs)],
-        (r) => r as string[],
-      );
-      const claimed: Array<Joined & { claim: string }> = [];
-      let expired = 0;
-      for (const puid of puids) {
-        const claim = randomUUID();
-        const [kind, fields] = await runScript(
-          redis,
-          claimScript,
-          [joinKey(puid), deadlines, puid, claim],
-          (r) => r as [string, string[]?],
-        );
-        if (kind === 'expired') expired += 1;
-        if (kind === 'claimed') claimed.push({ ...joinedFrom(puid, fields ?? []), claim });
-      }
-      return { claimed, expired };
-    },
+    due: (nowMs, limit) => claimDue(redis, options, { joinKey, deadlines }, nowMs, limit),
     finish,
     get,
   };

@@ -18,6 +18,34 @@ import { resultOf } from './joiner.js';
 import type { Joiner } from './joiner.js';
 import { childName } from '../crds/route-strategy.js';
 
+/** A join by prediction id: read it, or lower its bound without an input. */
+function joinRoutes(joiner: Joiner, maxInputs: number) {
+  return [
+    onRequest({
+      method: 'POST',
+      path: '/joins/:puid/bound',
+      params: z.object({ puid }),
+      body: z.object({ inputs: z.number().int().min(1).max(maxInputs) }).strict(),
+      async handle({ params, body }): Promise<Answer> {
+        const outcome = await joiner.tighten(params.puid, body.inputs);
+        if (outcome.kind === 'complete' || outcome.kind === 'again')
+          return { kind: 'json', body: resultOf(outcome.joined) };
+        // Ended at its deadline: what was handed out.
+        if (outcome.kind === 'late') return { kind: 'json', body: await joiner.get(params.puid) };
+        return { kind: 'accepted' };
+      },
+    }),
+    onRequest({
+      method: 'GET',
+      path: '/joins/:puid',
+      params: z.object({ puid }),
+      async handle({ params }) {
+        return { kind: 'json', body: await joiner.get(params.puid) };
+      },
+    }),
+  ];
+}
+
 function joinerDefinition(deps: {
   /** The node's name: in the ids of the joined events it replies with. */
   node: string;
@@ -82,28 +110,7 @@ function joinerDefinition(deps: {
           return { kind: 'accepted' };
         },
       }),
-      onRequest({
-        method: 'POST',
-        path: '/joins/:puid/bound',
-        params: z.object({ puid }),
-        body: z.object({ inputs: z.number().int().min(1).max(deps.maxInputs) }).strict(),
-        async handle({ params, body }): Promise<Answer> {
-          const outcome = await joiner.tighten(params.puid, body.inputs);
-          if (outcome.kind === 'complete' || outcome.kind === 'again')
-            return { kind: 'json', body: resultOf(outcome.joined) };
-          // Ended at its deadline: what was handed out.
-          if (outcome.kind === 'late') return { kind: 'json', body: await joiner.get(params.puid) };
-          return { kind: 'accepted' };
-        },
-      }),
-      onRequest({
-        method: 'GET',
-        path: '/joins/:puid',
-        params: z.object({ puid }),
-        async handle({ params }) {
-          return { kind: 'json', body: await joiner.get(params.puid) };
-        },
-      }),
+      ...joinRoutes(joiner, deps.maxInputs),
       onRequest({
         method: 'POST',
         path: '/reward',

@@ -100,4 +100,4 @@ function routerDefinition(deps: {
   });
 }
 
-export { routerDefinition };
+export { routerDefinition, eventPuid };

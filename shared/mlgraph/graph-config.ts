@@ -1,0 +1,44 @@
+/** The router function in graph mode: its settings, read once at start-up (docs/mlgraph.md). */
+import { z } from 'zod';
+import { readEnv } from '../config/index.js';
+import type { Env } from '../config/index.js';
+import { ConfigError } from '../errors/index.js';
+import { graphPlan } from '../messages/graph-plan.js';
+import type { GraphPlan } from '../messages/graph-plan.js';
+
+const schema = z.object({
+  MLGRAPH_GRAPH: z.string().min(1),
+  MLGRAPH_PUID_TTL_SECONDS: z.coerce.number().int().min(1).default(3_600),
+});
+
+interface GraphConfig {
+  plan: GraphPlan;
+  /** How long a prediction's path is kept for its reward. */
+  puidTtlMs: number;
+}
+
+/** Graph mode is on when MLGRAPH_GRAPH is set. */
+function inGraphMode(env: Env = process.env): boolean {
+  return (env['MLGRAPH_GRAPH'] ?? '') !== '';
+}
+
+function loadGraphConfig(env: Env = process.env): GraphConfig {
+  const raw = readEnv(schema, env);
+  let json: unknown;
+  try {
+    json = JSON.parse(raw.MLGRAPH_GRAPH);
+  } catch {
+    throw new ConfigError('MLGRAPH_GRAPH: must be JSON (the graph plan the controller writes)');
+  }
+  const parsed = graphPlan.safeParse(json);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) =>
+      i.path.length === 0 ? i.message : `${i.path.join('.')}: ${i.message}`,
+    );
+    throw new ConfigError(`MLGRAPH_GRAPH: ${problems.join('; ')}`);
+  }
+  return { plan: parsed.data, puidTtlMs: raw.MLGRAPH_PUID_TTL_SECONDS * 1000 };
+}
+
+export { inGraphMode, loadGraphConfig };
+export type { GraphConfig };

@@ -1,0 +1,130 @@
+/**
+ * One HTTP call from the graph executor to a node, under a deadline, with the retries its edge
+ * allows. A failure is a StepFailure with the status the graph answers if the step is Hard: the
+ * node's own 4xx or 5xx (with its message), 502 when it gave no answer, 504 when it answered too
+ * late. Only "no answer", 502, 503 and 504 are retried: a 4xx would be the same again, and a 500
+ * is a bug a retry hides. Every node the executor calls is idempotent for a prediction id (a
+ * model is a function, a router keeps a prediction's first route, a join counts a source once).
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { payloadOf } from './payload.js';
+import type { Payload } from './payload.js';
+
+type Send = typeof fetch;
+
+class StepFailure extends Error {
+  override readonly name = 'StepFailure';
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly retryable: boolean,
+  ) {
+    super(message);
+  }
+}
+
+interface CallAnswer {
+  status: number;
+  headers: Headers;
+  payload: Payload;
+}
+
+interface CallOptions {
+  method: 'GET' | 'POST';
+  body?: Buffer | string;
+  headers: Record<string, string>;
+  /** This attempt's own limit, within the request's remaining budget. */
+  timeoutMs: number;
+  /** Aborted when the request as a whole fails: the other steps stop at once. */
+  signal: AbortSignal;
+}
+
+const retryableStatuses = new Set([502, 503, 504]);
+
+/** The message of an error answer: OIP's `{"error": "..."}`, ours, or the text itself. */
+function errorMessage(text: string): string {
+  try {
+    const body = JSON.parse(text) as { error?: unknown; message?: unknown };
+    if (typeof body.error === 'string') return body.error;
+    const nested = body.error as { message?: unknown } | undefined;
+    if (typeof nested?.message === 'string') return nested.message;
+    if (typeof body.message === 'string') return body.message;
+  } catch {
+    // Not JSON: the text, shortened.
+  }
+  return text.length > 300 ? `${text.slice(0, 300)}...` : text || '(no message)';
+}
+
+async function callOnce(send: Send, url: string, options: CallOptions): Promise<CallAnswer> {
+  const timeout = AbortSignal.timeout(options.timeoutMs);
+  let response: Response;
+  let bytes: Buffer;
+  try {
+    response = await send(url, {
+      method: options.method,
+      headers: options.headers,
+      ...(options.body === undefined ? {} : { body: options.body }),
+      signal: AbortSignal.any([options.signal, timeout]),
+    });
+    bytes = Buffer.from(await response.arrayBuffer());
+  } catch (error) {
+    if (options.signal.aborted) throw error;
+    if (timeout.aborted)
+      throw new StepFailure(504, `no answer within ${options.timeoutMs} ms`, true);
+    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+    throw new StepFailure(
+      502,
+      `no answer: ${cause?.code ?? cause?.message ?? String(error)}`,
+      true,
+    );
+  }
+  if (response.status >= 400) {
+    const message = errorMessage(bytes.toString('utf8'));
+    throw new StepFailure(response.status, message, retryableStatuses.has(response.status));
+  }
+  try {
+    const payload = payloadOf(
+      bytes,
+      response.headers.get('content-type') ?? undefined,
+      response.headers.get('inference-header-content-length'),
+    );
+    return { status: response.status, headers: response.headers, payload };
+  } catch (error) {
+    throw new StepFailure(502, `unreadable answer: ${(error as Error).message}`, false);
+  }
+}
+
+/**
+ * Calls `url`, retrying a retryable failure up to `retries` times (20, 40, 80 ms apart, with
+ * jitter) while the deadline allows; each attempt's limit is `attemptMs` or what is left.
+ */
+async function callNode(
+  send: Send,
+  url: string,
+  options: Omit<CallOptions, 'timeoutMs'> & {
+    retries: number;
+    attemptMs: number | undefined;
+    deadline: number;
+    now: () => number;
+  },
+): Promise<CallAnswer> {
+  for (let attempt = 0; ; attempt += 1) {
+    const left = options.deadline - options.now();
+    if (left <= 0)
+      throw new StepFailure(504, "the request's deadline passed before the call", false);
+    const timeoutMs = Math.max(1, Math.ceil(Math.min(left, options.attemptMs ?? Infinity)));
+    try {
+      return await callOnce(send, url, { ...options, timeoutMs });
+    } catch (error) {
+      const last =
+        attempt >= options.retries || !(error instanceof StepFailure) || !error.retryable;
+      if (last) throw error;
+      const pause = 20 * 2 ** attempt * (0.5 + Math.random());
+      if (options.now() + pause >= options.deadline) throw error;
+      await sleep(pause, undefined, { signal: options.signal });
+    }
+  }
+}
+
+export { callNode, StepFailure };
+export type { Send, CallAnswer };

@@ -1,0 +1,45 @@
+/**
+ * Which routers each prediction of a graph went through, kept in Redis for a while so that a
+ * reward sent later to the graph reaches every router on that prediction's path (seed 003: "the
+ * reward needs to hit the graph nodes that the given request travelled"). A retried prediction
+ * with the same id adds to the same set: a router that saw either attempt gets the reward, and
+ * each router applies it once per prediction id itself.
+ */
+import { hashTag, key, luaScript, runScript } from '../redis/index.js';
+import type { RedisClient } from '../redis/index.js';
+
+// One key, so one slot on a cluster; the set and its expiry change together.
+const recordScript = luaScript(
+  1,
+  `for i = 2, #ARGV do redis.call('SADD', KEYS[1], ARGV[i]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 1`,
+);
+
+interface PathStore {
+  record(puid: string, routers: readonly string[]): Promise<void>;
+  /** The routers on the path, or none when the id is unknown or expired. */
+  routers(puid: string): Promise<string[]>;
+}
+
+function createPathStore(redis: RedisClient, options: { graph: string; ttlMs: number }): PathStore {
+  const t = hashTag(`mlgraph-graph:${options.graph}`);
+  const pathKey = (puid: string) => key('mlgraph', t, 'path', puid);
+  return {
+    async record(puid, routers) {
+      if (routers.length === 0) return;
+      await runScript(
+        redis,
+        recordScript,
+        [pathKey(puid), String(options.ttlMs), ...routers],
+        (r) => r,
+      );
+    },
+    async routers(puid) {
+      return (await redis.smembers(pathKey(puid))).sort();
+    },
+  };
+}
+
+export { createPathStore };
+export type { PathStore };

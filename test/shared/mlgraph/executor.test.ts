@@ -1,0 +1,592 @@
+/**
+ * The graph executor end to end over real HTTP and a real Redis: the router and joiner functions
+ * as deployed (their own servers and stores), small OIP model servers, and the executor's own
+ * function. Each test declares a graph and sends it requests as a client would.
+ */
+import { createServer } from 'node:http';
+import type { IncomingHttpHeaders } from 'node:http';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { eventTypes } from '../../../shared/events/index.js';
+import { buildServer } from '../../../shared/http/index.js';
+import type { FunctionDefinition } from '../../../shared/http/index.js';
+import { graphPlan } from '../../../shared/messages/graph-plan.js';
+import {
+  createExecutor,
+  createJoinStore,
+  createJoiner,
+  createPathStore,
+  createRouteStore,
+  createRouter,
+  graphDefinition,
+  joinerDefinition,
+  routerDefinition,
+} from '../../../shared/mlgraph/index.js';
+import type { Strategy } from '../../../shared/crds/route-strategy.js';
+import { normal } from '../../../shared/random/index.js';
+import { capturedTelemetry, listen, postEvent } from '../../support/http.js';
+import type { Listening } from '../../support/http.js';
+import { testRedis } from '../../support/redis.js';
+import type { TestRedis } from '../../support/redis.js';
+
+interface ModelBehaviour {
+  delayMs?: number;
+  /** Answer this status (with an OIP error) this many times, then answer normally. */
+  fail?: { status: number; times: number };
+}
+
+interface FakeModel extends Listening {
+  name: string;
+  calls: Array<{ headers: IncomingHttpHeaders; body: Buffer; at: number }>;
+  behaviour: ModelBehaviour;
+}
+
+/**
+ * An OIP server for one model: its answer's one output `y` is the sum of the input's data plus
+ * `offset`. A binary request is answered in binary, its input bytes echoed as the output.
+ */
+async function fakeModel(name: string, offset: number): Promise<FakeModel> {
+  const calls: FakeModel['calls'] = [];
+  const behaviour: ModelBehaviour = {};
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      void (async () => {
+        const body = Buffer.concat(chunks);
+        calls.push({ headers: req.headers, body, at: performance.now() });
+        if (behaviour.delayMs !== undefined) await sleep(behaviour.delayMs);
+        if (req.url !== `/v2/models/${name}/infer`) {
+          res.writeHead(404, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ error: `no model at ${req.url}` }));
+          return;
+        }
+        if (behaviour.fail !== undefined && behaviour.fail.times > 0) {
+          behaviour.fail.times -= 1;
+          res.writeHead(behaviour.fail.status, { 'content-type': 'application/json' });
+          res.end(JSON.stringify({ error: `input x: ${name} refuses it` }));
+          return;
+        }
+        const headerLength = req.headers['inference-header-content-length'];
+        if (typeof headerLength === 'string') {
+          const tensor = body.subarray(Number(headerLength));
+          const header = Buffer.from(
+            JSON.stringify({
+              model_name: name,
+              outputs: [
+                {
+                  name: 'y',
+                  datatype: 'FP32',
+                  shape: [1, tensor.length / 4],
+                  parameters: { binary_data_size: tensor.length },
+                },
+              ],
+            }),
+          );
+          res.writeHead(200, {
+            'content-type': 'application/octet-stream',
+            'inference-header-content-length': String(header.length),
+          });
+          res.end(Buffer.concat([header, tensor]));
+          return;
+        }
+        const request = JSON.parse(body.toString('utf8')) as { inputs: Array<{ data: number[] }> };
+        const sum = request.inputs[0]!.data.reduce((a, b) => a + b, 0);
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(
+          JSON.stringify({
+            model_name: name,
+            outputs: [{ name: 'y', datatype: 'FP32', shape: [1], data: [sum + offset] }],
+          }),
+        );
+      })();
+    });
+  });
+  return Object.assign(await listen(server), { name, calls, behaviour });
+}
+
+const request = { inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 2], data: [1, 2] }] };
+
+describe('graph executor', () => {
+  let redis: TestRedis;
+  const servers: Listening[] = [];
+  let counter = 0;
+  const serve = async (definition: FunctionDefinition) => {
+    const server = await listen(
+      buildServer(definition, {
+        telemetry: capturedTelemetry(definition.name),
+        bodyLimitBytes: 1 << 20,
+        readinessTimeoutMs: 1000,
+      }),
+    );
+    servers.push(server);
+    return server;
+  };
+  const routerNode = (children: string[], strategy: Strategy) => {
+    const node = `router-${(counter += 1)}`;
+    const store = createRouteStore(redis.client, { node, puidTtlMs: 60_000 });
+    const router = createRouter({
+      strategy,
+      children,
+      store,
+      uniform: Math.random,
+      normal: normal(Math.random),
+    });
+    return serve(routerDefinition({ router, readiness: [] }));
+  };
+  const joinNode = (deadlineMs = 30_000) => {
+    const node = `join-${(counter += 1)}`;
+    const store = createJoinStore(redis.client, {
+      node,
+      deadlineMs,
+      keepMs: 60_000,
+      leaseMs: 1_000,
+    });
+    const joiner = createJoiner({ node, store, now: () => Date.now(), sink: undefined });
+    return serve(joinerDefinition({ node, joiner, maxInputs: 16, readiness: [] }));
+  };
+  const graph = async (plan: unknown) => {
+    const parsed = graphPlan.parse(plan);
+    const executor = createExecutor({
+      plan: parsed,
+      send: fetch,
+      paths: createPathStore(redis.client, {
+        graph: `${parsed.graph}-${(counter += 1)}`,
+        ttlMs: 60_000,
+      }),
+      now: () => performance.now(),
+    });
+    return serve(graphDefinition({ name: parsed.graph.split('/')[1]!, executor, readiness: [] }));
+  };
+  const predict = (url: string, body: unknown = request, headers: Record<string, string> = {}) =>
+    fetch(`${url}/predict`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', ...headers },
+      body: JSON.stringify(body),
+    });
+
+  let small: FakeModel;
+  let large: FakeModel;
+  let third: FakeModel;
+  beforeAll(async () => {
+    redis = await testRedis();
+    small = await fakeModel('small', 10);
+    large = await fakeModel('large', 100);
+    third = await fakeModel('third', 1000);
+    servers.push(small, large, third);
+  });
+  afterAll(async () => {
+    await Promise.all(servers.map((s) => s.close()));
+    await redis.close();
+  });
+
+  const model = (name: string, server: FakeModel, children: unknown[] = []) => ({
+    name,
+    kind: 'model',
+    url: server.url,
+    model: { name: server.name },
+    children,
+  });
+
+  it('runs an ensemble: both models at once, their answers joined', async () => {
+    const fork = await routerNode(['small', 'large'], { kind: 'static' });
+    const join = await joinNode();
+    small.behaviour.delayMs = 100;
+    large.behaviour.delayMs = 100;
+    const url = (
+      await graph({
+        graph: 'ns/ensemble',
+        root: 'fork',
+        nodes: [
+          {
+            name: 'fork',
+            kind: 'router',
+            url: fork.url,
+            children: [{ node: 'small' }, { node: 'large' }],
+          },
+          model('small', small, [{ node: 'both' }]),
+          model('large', large, [{ node: 'both' }]),
+          { name: 'both', kind: 'join', url: join.url, join: { type: 'inner' } },
+        ],
+      })
+    ).url;
+    const answer = await predict(url);
+    small.behaviour.delayMs = undefined;
+    large.behaviour.delayMs = undefined;
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('mlgraph-nodes')!.split(',').sort()).toEqual([
+      'both',
+      'fork',
+      'large',
+      'small',
+    ]);
+    const body = (await answer.json()) as {
+      partial: boolean;
+      inputs: Record<string, { outputs: Array<{ data: number[] }> }>;
+    };
+    expect(body.partial).toBe(false);
+    expect(body.inputs['small']!.outputs[0]!.data).toEqual([13]);
+    expect(body.inputs['large']!.outputs[0]!.data).toEqual([103]);
+    // Concurrently: each model had the request before the other answered.
+    expect(Math.abs(small.calls.at(-1)!.at - large.calls.at(-1)!.at)).toBeLessThan(100);
+  });
+
+  it('sends a reward to the router on the path, once however often it is resent', async () => {
+    const bandit = await routerNode(['small', 'large'], { kind: 'thompson' });
+    const url = (
+      await graph({
+        graph: 'ns/bandit',
+        root: 'pick',
+        nodes: [
+          {
+            name: 'pick',
+            kind: 'router',
+            url: bandit.url,
+            children: [{ node: 'small' }, { node: 'large' }],
+          },
+          model('small', small),
+          model('large', large),
+        ],
+      })
+    ).url;
+    const answer = await predict(url, request, { 'mlgraph-puid': 'p-1' });
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('mlgraph-puid')).toBe('p-1');
+    const chosen = answer.headers.get('mlgraph-nodes')!.split(',')[1]!;
+    const reward = () =>
+      fetch(`${url}/reward`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ puid: 'p-1', reward: 1 }),
+      });
+    expect(await (await reward()).json()).toEqual({ puid: 'p-1', routers: { pick: 'applied' } });
+    expect(await (await reward()).json()).toEqual({ puid: 'p-1', routers: { pick: 'duplicate' } });
+    const arms = (await (await fetch(`${bandit.url}/arms`)).json()) as {
+      children: Array<{ name: string; rewarded: number }>;
+    };
+    expect(arms.children.find((c) => c.name === chosen)!.rewarded).toBe(1);
+    expect(arms.children.reduce((n, c) => n + c.rewarded, 0)).toBe(1);
+    const unknown = await fetch(`${url}/reward`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ puid: 'never', reward: 1 }),
+    });
+    expect(unknown.status).toBe(404);
+  });
+
+  it('rewards every router on a nested path, and none off it', async () => {
+    const outer = await routerNode(['inner', 'third'], { kind: 'static', children: ['inner'] });
+    const inner = await routerNode(['small', 'large'], { kind: 'thompson' });
+    const url = (
+      await graph({
+        graph: 'ns/nested',
+        root: 'outer',
+        nodes: [
+          {
+            name: 'outer',
+            kind: 'router',
+            url: outer.url,
+            children: [{ node: 'inner' }, { node: 'third' }],
+          },
+          {
+            name: 'inner',
+            kind: 'router',
+            url: inner.url,
+            children: [{ node: 'small' }, { node: 'large' }],
+          },
+          model('small', small),
+          model('large', large),
+          model('third', third),
+        ],
+      })
+    ).url;
+    expect((await predict(url, request, { 'mlgraph-puid': 'n-1' })).status).toBe(200);
+    const rewarded = await fetch(`${url}/reward`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ puid: 'n-1', reward: 0.5 }),
+    });
+    // The static router keeps nothing per prediction; the bandit applies it.
+    expect(await rewarded.json()).toEqual({
+      puid: 'n-1',
+      routers: { inner: 'applied', outer: 'ignored' },
+    });
+  });
+
+  it('completes a join as soon as a route not taken rules out its last input', async () => {
+    // root -> a and s; s chooses b (of b, c) only after a's input went; j joins a, b, c.
+    const root = await routerNode(['a', 's'], { kind: 'static' });
+    const s = await routerNode(['b', 'c'], { kind: 'static', children: ['b'] });
+    const join = await joinNode(30_000);
+    const slowRouter = await fakeSlow(s.url, 150);
+    const url = (
+      await graph({
+        graph: 'ns/bound',
+        root: 'root',
+        nodes: [
+          { name: 'root', kind: 'router', url: root.url, children: [{ node: 'a' }, { node: 's' }] },
+          model('a', small, [{ node: 'j' }]),
+          {
+            name: 's',
+            kind: 'router',
+            url: slowRouter.url,
+            children: [{ node: 'b' }, { node: 'c' }],
+          },
+          model('b', large, [{ node: 'j' }]),
+          model('c', third, [{ node: 'j' }]),
+          { name: 'j', kind: 'join', url: join.url },
+        ],
+      })
+    ).url;
+    const started = performance.now();
+    const answer = await predict(url);
+    expect(answer.status).toBe(200);
+    expect(Object.keys(((await answer.json()) as { inputs: object }).inputs).sort()).toEqual([
+      'a',
+      'b',
+    ]);
+    // Not the join's 30 s deadline.
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+
+  it('answers a Hard step failure with that step status and message, never a 200', async () => {
+    const url = (await graph({ graph: 'ns/hard', root: 'small', nodes: [model('small', small)] }))
+      .url;
+    small.behaviour.fail = { status: 422, times: 1 };
+    const answer = await predict(url);
+    expect(answer.status).toBe(422);
+    expect(await answer.json()).toEqual({
+      error: { status: 422, reason: 'StepError', message: 'node small: input x: small refuses it' },
+    });
+    // The OIP route answers errors as OIP does.
+    small.behaviour.fail = { status: 400, times: 1 };
+    const oip = await fetch(`${url}/v2/models/hard/infer`, {
+      method: 'POST',
+      body: JSON.stringify(request),
+    });
+    expect(oip.status).toBe(400);
+    expect(await oip.json()).toEqual({ error: 'node small: input x: small refuses it' });
+    const gone = (
+      await graph({
+        graph: 'ns/gone',
+        root: 'm',
+        nodes: [{ name: 'm', kind: 'model', url: 'http://127.0.0.1:9', model: { name: 'm' } }],
+      })
+    ).url;
+    const unreachable = await predict(gone);
+    expect(unreachable.status).toBe(502);
+    expect(((await unreachable.json()) as { error: { message: string } }).error.message).toMatch(
+      /^node m: no answer/,
+    );
+  });
+
+  it('skips a Soft step and says so; the join completes with what came', async () => {
+    const fork = await routerNode(['small', 'large'], { kind: 'static' });
+    const join = await joinNode();
+    const url = (
+      await graph({
+        graph: 'ns/soft',
+        root: 'fork',
+        nodes: [
+          {
+            name: 'fork',
+            kind: 'router',
+            url: fork.url,
+            children: [{ node: 'small' }, { node: 'large', dependency: 'Soft' }],
+          },
+          model('small', small, [{ node: 'both' }]),
+          model('large', large, [{ node: 'both' }]),
+          { name: 'both', kind: 'join', url: join.url },
+        ],
+      })
+    ).url;
+    large.behaviour.fail = { status: 503, times: 1 };
+    const answer = await predict(url);
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('mlgraph-skipped')).toBe('large');
+    expect(Object.keys(((await answer.json()) as { inputs: object }).inputs)).toEqual(['small']);
+  });
+
+  it('retries a retryable failure when the edge allows, within its deadline', async () => {
+    const fork = await routerNode(['small'], { kind: 'static' });
+    const url = (
+      await graph({
+        graph: 'ns/retry',
+        root: 'fork',
+        nodes: [
+          {
+            name: 'fork',
+            kind: 'router',
+            url: fork.url,
+            children: [{ node: 'small', retries: 2 }],
+          },
+          model('small', small),
+        ],
+      })
+    ).url;
+    small.behaviour.fail = { status: 503, times: 2 };
+    const answer = await predict(url);
+    expect(answer.status).toBe(200);
+    small.behaviour.fail = { status: 500, times: 1 };
+    // A 500 is not retried.
+    expect((await predict(url)).status).toBe(500);
+    small.behaviour.fail = undefined;
+  });
+
+  it('never waits past the deadline: the edge timeout, the graph budget, the caller budget', async () => {
+    const fork = await routerNode(['small'], { kind: 'static' });
+    const plan = (timeoutMs: number, edge: object) => ({
+      graph: 'ns/deadline',
+      root: 'fork',
+      timeoutMs,
+      nodes: [
+        { name: 'fork', kind: 'router', url: fork.url, children: [{ node: 'small', ...edge }] },
+        model('small', small),
+      ],
+    });
+    small.behaviour.delayMs = 1_000;
+    try {
+      for (const [url, headers] of [
+        [(await graph(plan(30_000, { timeoutMs: 150 }))).url, {}],
+        [(await graph(plan(150, {}))).url, {}],
+        [(await graph(plan(30_000, {}))).url, { 'mlgraph-timeout-ms': '150' }],
+      ] as const) {
+        const started = performance.now();
+        const answer = await predict(url, request, headers);
+        const took = performance.now() - started;
+        expect(answer.status).toBe(504);
+        expect(took).toBeLessThan(800);
+      }
+      // Each hop is told the time left.
+      const told = Number(small.calls.at(-1)!.headers['mlgraph-timeout-ms']);
+      expect(told).toBeGreaterThan(0);
+      expect(told).toBeLessThanOrEqual(150);
+    } finally {
+      small.behaviour.delayMs = undefined;
+    }
+  });
+
+  it('passes traceparent to every hop, in the caller trace', async () => {
+    const url = (await graph({ graph: 'ns/trace', root: 'small', nodes: [model('small', small)] }))
+      .url;
+    const trace = '0af7651916cd43dd8448eb211c80319c';
+    await predict(url, request, { traceparent: `00-${trace}-b7ad6b7169203331-01` });
+    expect(small.calls.at(-1)!.headers['traceparent']).toMatch(
+      new RegExp(`^00-${trace}-[0-9a-f]{16}-01$`),
+    );
+  });
+
+  it('passes binary tensors through as bytes, both ways', async () => {
+    const fork = await routerNode(['small'], {
+      kind: 'condition',
+      rules: [{ when: { path: 'parameters.tier', op: 'eq', value: 'gold' }, route: ['small'] }],
+      otherwise: ['small'],
+    });
+    const url = (
+      await graph({
+        graph: 'ns/binary',
+        root: 'fork',
+        nodes: [
+          { name: 'fork', kind: 'router', url: fork.url, children: [{ node: 'small' }] },
+          model('small', small),
+        ],
+      })
+    ).url;
+    const values = new Float32Array([0.1, 0.2, 0.3, 0.4]);
+    const header = Buffer.from(
+      JSON.stringify({
+        parameters: { tier: 'gold' },
+        inputs: [
+          { name: 'x', datatype: 'FP32', shape: [1, 4], parameters: { binary_data_size: 16 } },
+        ],
+      }),
+    );
+    const answer = await fetch(`${url}/v2/models/binary/infer`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/octet-stream',
+        'inference-header-content-length': String(header.length),
+      },
+      body: Buffer.concat([header, Buffer.from(values.buffer)]),
+    });
+    expect(answer.status).toBe(200);
+    const length = Number(answer.headers.get('inference-header-content-length'));
+    const bytes = Buffer.from(await answer.arrayBuffer());
+    expect(JSON.parse(bytes.subarray(0, length).toString('utf8'))).toMatchObject({
+      outputs: [{ name: 'y', parameters: { binary_data_size: 16 } }],
+    });
+    expect([
+      ...new Float32Array(
+        bytes.buffer.slice(bytes.byteOffset + length, bytes.byteOffset + length + 16),
+      ),
+    ]).toEqual([...values]);
+  });
+
+  it('runs for a predict event, answered by a completed event', async () => {
+    const url = (await graph({ graph: 'ns/events', root: 'small', nodes: [model('small', small)] }))
+      .url;
+    const answer = await postEvent(url, eventTypes.graphPredict, request, { 'ce-id': 'e-1' });
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('ce-type')).toBe(eventTypes.graphCompleted);
+    expect(answer.headers.get('ce-mlgraphpuid')).toMatch(/^ce-/);
+    expect(await answer.json()).toMatchObject({ outputs: [{ data: [13] }] });
+  });
+
+  it('hands out an outer join when its window ends, marked partial', async () => {
+    const fork = await routerNode(['small', 'large'], { kind: 'static' });
+    const join = await joinNode(30_000);
+    large.behaviour.delayMs = 1_000;
+    try {
+      const url = (
+        await graph({
+          graph: 'ns/outer',
+          root: 'fork',
+          nodes: [
+            {
+              name: 'fork',
+              kind: 'router',
+              url: fork.url,
+              children: [{ node: 'small' }, { node: 'large' }],
+            },
+            model('small', small, [{ node: 'both' }]),
+            model('large', large, [{ node: 'both' }]),
+            { name: 'both', kind: 'join', url: join.url, join: { type: 'outer', windowMs: 200 } },
+          ],
+        })
+      ).url;
+      const started = performance.now();
+      const answer = await predict(url);
+      expect(answer.status).toBe(200);
+      expect(performance.now() - started).toBeLessThan(900);
+      expect(answer.headers.get('mlgraph-partial')).toBe('true');
+      const body = (await answer.json()) as { partial: boolean; inputs: object };
+      expect(body.partial).toBe(true);
+      expect(Object.keys(body.inputs)).toEqual(['small']);
+    } finally {
+      large.behaviour.delayMs = undefined;
+    }
+  });
+
+  /** A proxy that answers `target`'s answers `delayMs` late. */
+  async function fakeSlow(target: string, delayMs: number): Promise<Listening> {
+    const server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        void (async () => {
+          await sleep(delayMs);
+          const answer = await fetch(`${target}${req.url}`, {
+            method: req.method,
+            headers: req.headers as Record<string, string>,
+            body: Buffer.concat(chunks),
+          });
+          res.writeHead(answer.status, Object.fromEntries(answer.headers));
+          res.end(Buffer.from(await answer.arrayBuffer()));
+        })();
+      });
+    });
+    const listening = await listen(server);
+    servers.push(listening);
+    return listening;
+  }
+});
