@@ -1,6 +1,7 @@
-/** reconcile-tick: the JointInferenceService controller (see shared/controller). */
+/** reconcile-tick: the JointInferenceService and MLGraph controller (see shared/controller). */
 import type { FunctionFactory } from '../../shared/http/index.js';
 import {
+  createGraphReconciler,
   createReconciler,
   loadControllerConfig,
   reconcileTickDefinition,
@@ -10,15 +11,16 @@ import { createKube, loadKubeConfig } from '../../shared/k8s/index.js';
 const factory: FunctionFactory = async ({ telemetry }) => {
   const config = loadControllerConfig();
   const kube = createKube(loadKubeConfig());
-  const reconciler = createReconciler({
+  const options = {
     kube,
     settings: config.workers,
     heartbeatMs: config.heartbeatMs,
     concurrency: config.concurrency,
     log: telemetry.log,
-  });
+  };
   const definition = reconcileTickDefinition({
-    reconciler,
+    reconciler: createReconciler(options),
+    graphs: createGraphReconciler(options),
     readiness: [{ name: 'kubernetes', check: () => kube.ping() }],
   });
   return { definition, close: async () => {} };

@@ -6,10 +6,22 @@
 import { randomBytes } from 'node:crypto';
 import { ConflictError, NotFoundError } from '../errors/index.js';
 import { apiVersion, kinds } from '../k8s/index.js';
-import type { Kube } from '../k8s/index.js';
+import type { Kube, KubeObject } from '../k8s/index.js';
 import type { Logger } from '../telemetry/index.js';
-import type { Action } from './reconcile.js';
-import type { ServiceObject } from './types.js';
+
+/**
+ * The writes a controller's decision asks for, whichever resource owns them: the
+ * JointInferenceService's Action and the MLGraph's GraphAction are both of this shape.
+ */
+type WriteAction =
+  | { kind: 'create'; object: KubeObject }
+  | { kind: 'update'; name: string; patch: Record<string, unknown> }
+  | { kind: 'delete'; name: string }
+  | { kind: 'status'; resourceVersion: string; status: Record<string, unknown> }
+  | { kind: 'event'; type: 'Normal' | 'Warning'; reason: string; message: string };
+
+/** The resource whose status is written and which the events are about. */
+type OwnerKind = 'jointInferenceService' | 'mlGraph';
 
 interface ApplyResult {
   /** API writes made (events included). */
@@ -23,13 +35,16 @@ interface ApplyContext {
   now: () => Date;
   /** Names the writer in Kubernetes Events. */
   component: string;
+  /** Default jointInferenceService. */
+  owner?: OwnerKind;
 }
 
 function eventObject(
-  service: ServiceObject,
-  action: Extract<Action, { kind: 'event' }>,
+  service: KubeObject,
+  action: Extract<WriteAction, { kind: 'event' }>,
   context: ApplyContext,
 ) {
+  const owner = kinds[context.owner ?? 'jointInferenceService'];
   const time = context.now().toISOString();
   return {
     metadata: {
@@ -37,8 +52,8 @@ function eventObject(
       name: `${service.metadata.name}.${Date.now().toString(16)}${randomBytes(4).toString('hex')}`,
     },
     involvedObject: {
-      apiVersion: apiVersion(kinds.jointInferenceService),
-      kind: kinds.jointInferenceService.kind,
+      apiVersion: apiVersion(owner),
+      kind: owner.kind,
       name: service.metadata.name,
       namespace: service.metadata.namespace,
       uid: service.metadata.uid,
@@ -54,14 +69,34 @@ function eventObject(
   };
 }
 
+/** One write other than the status; false when the action is not one. */
+async function write(
+  kube: Kube,
+  service: KubeObject,
+  action: WriteAction,
+  context: ApplyContext,
+): Promise<boolean> {
+  const namespace = service.metadata.namespace ?? '';
+  if (action.kind === 'create') await kube.create('knativeService', namespace, action.object);
+  else if (action.kind === 'update')
+    await kube.patch({ kind: 'knativeService', namespace, name: action.name }, action.patch);
+  else if (action.kind === 'delete')
+    await kube.delete({ kind: 'knativeService', namespace, name: action.name });
+  else if (action.kind === 'event')
+    await kube.create('event', namespace, eventObject(service, action, context));
+  else return false;
+  return true;
+}
+
 async function applyActions(
   kube: Kube,
-  service: ServiceObject,
-  actions: readonly Action[],
+  service: KubeObject,
+  actions: readonly WriteAction[],
   context: ApplyContext,
 ): Promise<ApplyResult> {
   const namespace = service.metadata.namespace ?? '';
-  const ref = { kind: 'jointInferenceService' as const, namespace, name: service.metadata.name };
+  const kind = context.owner ?? 'jointInferenceService';
+  const ref = { kind, namespace, name: service.metadata.name };
   let writes = 0;
   for (const action of actions) {
     if (action.kind !== 'status') continue;
@@ -80,14 +115,7 @@ async function applyActions(
   }
   for (const action of actions) {
     try {
-      if (action.kind === 'create') {
-        await kube.create('knativeService', namespace, action.object);
-      } else if (action.kind === 'update') {
-        await kube.patch({ kind: 'knativeService', namespace, name: action.name }, action.patch);
-      } else if (action.kind === 'event') {
-        await kube.create('event', namespace, eventObject(service, action, context));
-      } else continue;
-      writes += 1;
+      if (await write(kube, service, action, context)) writes += 1;
     } catch (err) {
       // Someone else created it or it vanished meanwhile: the next pass sees the new state.
       if (err instanceof ConflictError || err instanceof NotFoundError) {
@@ -112,4 +140,4 @@ async function applyActions(
 }
 
 export { applyActions };
-export type { ApplyResult, ApplyContext };
+export type { ApplyResult, ApplyContext, WriteAction, OwnerKind };

@@ -344,5 +344,5 @@ function desiredState(
   };
 }
 
-export { desiredState, placementNodes, maxServiceNameLength };
+export { desiredState, placementNodes, maxServiceNameLength, dns1035Label };
 export type { Desired, WorkerSettings };

@@ -601,5 +601,5 @@ function reconcile(
   return actions;
 }
 
-export { reconcile, covers, serviceReadiness };
+export { reconcile, covers, serviceReadiness, workerDrift };
 export type { Action, Observed, ReconcileOptions };

@@ -1,10 +1,12 @@
 /**
  * ApiServerSource (Resource mode) events: the data is the changed object. This decides which
- * JointInferenceService an event concerns: the object itself, or the owner of a worker Service.
+ * JointInferenceService or MLGraph an event concerns: the object itself, or the owner of a
+ * Knative Service the controller manages.
  */
 import { z } from 'zod';
 import { ValidationError } from '../errors/index.js';
 import { apiVersion, kinds } from '../k8s/index.js';
+import { graphLabels } from './graph-desired.js';
 import { labels, managerName } from './types.js';
 
 /** The part of a Kubernetes object the controllers look at; the rest passes through. */
@@ -36,10 +38,45 @@ const kubeObjectData = z
 
 type KubeObjectData = z.output<typeof kubeObjectData>;
 
-/** What an event asks to reconcile: one service, or the services using a Model. */
+/** What an event asks to reconcile: one service, the services using a Model, or one graph. */
 type Target =
   | { kind: 'service'; namespace: string; name: string }
-  | { kind: 'model'; namespace: string; model: string };
+  | { kind: 'model'; namespace: string; model: string }
+  | { kind: 'graph'; namespace: string; name: string };
+
+const group = apiVersion(kinds.jointInferenceService);
+const ksvc = apiVersion(kinds.knativeService);
+
+/** The controller's own kinds, and what an event about each of them asks for. */
+const ownKinds: ReadonlyArray<{
+  kind: string;
+  target: (namespace: string, name: string) => Target;
+}> = [
+  {
+    kind: kinds.jointInferenceService.kind,
+    target: (namespace, name) => ({ kind: 'service', namespace, name }),
+  },
+  { kind: kinds.model.kind, target: (namespace, model) => ({ kind: 'model', namespace, model }) },
+  { kind: kinds.mlGraph.kind, target: (namespace, name) => ({ kind: 'graph', namespace, name }) },
+];
+
+/** The owner of a Knative Service: its controller reference, else the labels it was made with. */
+function ownerOf(object: KubeObjectData, namespace: string): Target | undefined {
+  const controller = object.metadata.ownerReferences?.find(
+    (ref) => ref.controller === true && ref.apiVersion === group,
+  );
+  if (controller?.kind === kinds.jointInferenceService.kind)
+    return { kind: 'service', namespace, name: controller.name };
+  if (controller?.kind === kinds.mlGraph.kind)
+    return { kind: 'graph', namespace, name: controller.name };
+  const objectLabels = object.metadata.labels ?? {};
+  if (objectLabels[labels.managedBy] !== managerName) return undefined;
+  const service = objectLabels[labels.service];
+  if (service !== undefined) return { kind: 'service', namespace, name: service };
+  const graph = objectLabels[graphLabels.graph];
+  if (graph !== undefined) return { kind: 'graph', namespace, name: graph };
+  return undefined;
+}
 
 /**
  * What to reconcile for an event about `object`: undefined when the object is a Knative Service
@@ -47,38 +84,23 @@ type Target =
  * ApiServerSource watches more than it should): a 400 naming the kind.
  */
 function targetOf(object: KubeObjectData): Target | undefined {
-  const group = apiVersion(kinds.jointInferenceService);
-  const ksvc = apiVersion(kinds.knativeService);
-  const namespace = object.metadata.namespace;
-  const is = (version: string, kind: string) =>
-    object.apiVersion === version && object.kind === kind;
-  const isJis = is(group, kinds.jointInferenceService.kind);
-  const isModel = is(group, kinds.model.kind);
-  const isKsvc = is(ksvc, kinds.knativeService.kind);
-  if (!isJis && !isKsvc && !isModel) {
+  const own =
+    object.apiVersion === group ? ownKinds.find((k) => k.kind === object.kind) : undefined;
+  const isKsvc = object.apiVersion === ksvc && object.kind === kinds.knativeService.kind;
+  if (own === undefined && !isKsvc) {
     throw new ValidationError(
-      `data.kind: ApiServerSource event for ${object.apiVersion} ${object.kind} is not handled (expected ${group} ${kinds.jointInferenceService.kind} or ${kinds.model.kind}, or ${ksvc} ${kinds.knativeService.kind})`,
+      `data.kind: ApiServerSource event for ${object.apiVersion} ${object.kind} is not handled (expected ${group} ${ownKinds.map((k) => k.kind).join(', ')}, or ${ksvc} ${kinds.knativeService.kind})`,
     );
   }
+  const namespace = object.metadata.namespace;
   if (namespace === undefined) {
     throw new ValidationError(
       `data.metadata.namespace: required for ${object.kind} ${object.metadata.name}`,
     );
   }
-  if (isJis) return { kind: 'service', namespace, name: object.metadata.name };
-  if (isModel) return { kind: 'model', namespace, model: object.metadata.name };
-  const owner = object.metadata.ownerReferences?.find(
-    (ref) =>
-      ref.controller === true &&
-      ref.apiVersion === group &&
-      ref.kind === kinds.jointInferenceService.kind,
-  );
-  if (owner !== undefined) return { kind: 'service', namespace, name: owner.name };
-  const byLabel = object.metadata.labels?.[labels.service];
-  if (object.metadata.labels?.[labels.managedBy] === managerName && byLabel !== undefined) {
-    return { kind: 'service', namespace, name: byLabel };
-  }
-  return undefined;
+  return own === undefined
+    ? ownerOf(object, namespace)
+    : own.target(namespace, object.metadata.name);
 }
 
 export { kubeObjectData, targetOf };

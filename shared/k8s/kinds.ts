@@ -23,6 +23,13 @@ const kinds = Object.freeze({
     kind: 'Model',
     namespaced: true,
   },
+  mlGraph: {
+    group: 'edgeai.io',
+    version: 'v1alpha1',
+    plural: 'mlgraphs',
+    kind: 'MLGraph',
+    namespaced: true,
+  },
   knativeService: {
     group: 'serving.knative.dev',
     version: 'v1',

@@ -24,6 +24,7 @@ import type { AsetScheduler } from '../../shared/aset/index.js';
 import { loadConfig } from '../../shared/config/index.js';
 import type { Env } from '../../shared/config/index.js';
 import { loadControllerConfig } from '../../shared/controller/index.js';
+import { desiredGraph } from '../../shared/controller/graph-desired.js';
 import { labels, managerName } from '../../shared/controller/types.js';
 import { eventTypes } from '../../shared/events/index.js';
 import { loadUpstreamConfig } from '../../shared/status/index.js';
@@ -287,11 +288,21 @@ const functionGrants: Record<FunctionName, Grant[]> = {
   'reconcile-tick': [
     ...grants('cluster', 'edgeai.io/jointinferenceservices', ['get', 'list']),
     ...grants('cluster', 'edgeai.io/models', ['get', 'list']),
+    ...grants('cluster', 'edgeai.io/mlgraphs', ['get', 'list']),
     ...grants('cluster', 'edgeai.io/jointinferenceservices/status', ['get', 'patch']),
+    ...grants('cluster', 'edgeai.io/mlgraphs/status', ['get', 'patch']),
     // blockOwnerDeletion on the workers' ownerReference, under OwnerReferencesPermissionEnforcement.
     ...grants('cluster', 'edgeai.io/jointinferenceservices/finalizers', ['update']),
+    ...grants('cluster', 'edgeai.io/mlgraphs/finalizers', ['update']),
     ...grants('cluster', 'core/nodes', ['get', 'list']),
-    ...grants('cluster', 'serving.knative.dev/services', ['get', 'list', 'create', 'patch']),
+    // delete: the Service of a node removed from its MLGraph.
+    ...grants('cluster', 'serving.knative.dev/services', [
+      'get',
+      'list',
+      'create',
+      'patch',
+      'delete',
+    ]),
     ...grants('cluster', 'core/events', ['create']),
   ],
   'downstream-sync': [
@@ -344,6 +355,7 @@ const functionWatches: Partial<Record<FunctionName, string[]>> = {
   'reconcile-tick': [
     'edgeai.io/v1alpha1 JointInferenceService',
     'edgeai.io/v1alpha1 Model',
+    'edgeai.io/v1alpha1 MLGraph',
     'serving.knative.dev/v1 Service app.kubernetes.io/managed-by=edgeai',
   ],
   'downstream-sync': ['edgeai.io/v1alpha1 JointInferenceService'],
@@ -777,6 +789,43 @@ describe('eventing', () => {
         [...(functionWatches[fn] ?? [])].sort(),
       );
     }
+  });
+
+  it('sends reconcile-tick every change of an MLGraph and of the Services a graph owns', () => {
+    const [source, ...others] = apiServerSources().filter(
+      (s) => field(s, 'spec.ceOverrides.extensions.edgeaiwatch') === 'reconcile',
+    );
+    expect(others).toEqual([]);
+    const resources = objects(source!, 'spec.resources');
+    expect(resources).toContainEqual({ apiVersion: 'edgeai.io/v1alpha1', kind: 'MLGraph' });
+    // The Services desiredGraph makes carry the labels the source selects Services by.
+    const graph = {
+      metadata: { name: 'g', namespace: 'ns', uid: 'u', generation: 1 },
+      spec: {
+        root: 'r',
+        nodes: [
+          { name: 'r', kind: 'router', children: [{ node: 'm' }] },
+          { name: 'm', kind: 'model', model: { name: 'm', url: 'http://m.example' } },
+        ],
+      },
+    };
+    const desired = desiredGraph(graph, {
+      image,
+      upstreamStatusUrl: undefined,
+      workerSecret: undefined,
+    });
+    if (!desired.valid) throw new Error(desired.message);
+    const ksvcSelector = resources.find((r) => r['kind'] === 'Service')?.['selector'];
+    const matchLabels = isObj(ksvcSelector) ? ksvcSelector['matchLabels'] : undefined;
+    for (const service of desired.services)
+      expect(service.metadata.labels, service.metadata.name).toMatchObject(matchLabels as Obj);
+    for (const type of apiServerTypes) {
+      const reached = triggers().filter((t) =>
+        triggerMatches(t, { type, edgeaiwatch: 'reconcile' }),
+      );
+      expect(reached.map(subscriberOf), `${type} reaches`).toEqual(['reconcile-tick']);
+    }
+    expect(strings(kustomize['resources'], 'resources')).toContain('crds/mlgraphs.yaml');
   });
 
   it('ticks each function that handles ticks every minute from its own PingSource, and no other', () => {

@@ -1,0 +1,276 @@
+/**
+ * What an MLGraph asks for: its executor Knative Service (named as the graph: the graph's public
+ * entry, running the plan) and a Service for each router or join node that does not bring its
+ * own URL. Pure, as desired.ts is: the same graph gives the same objects, so comparing them with
+ * what is stored tells whether anything must be written.
+ */
+import type { z } from 'zod';
+import { graphProblems, mlGraphSpec } from '../crds/index.js';
+import type { GraphNode, MLGraphSpec, mlGraphStatus } from '../crds/index.js';
+import { apiVersion, kinds } from '../k8s/index.js';
+import type { KubeObject } from '../k8s/index.js';
+// MLGRAPH_GRAPH is a contract with the executor, which parses it with this same schema.
+import { graphPlan } from '../messages/graph-plan.js';
+import { dns1035Label } from './desired.js';
+import type { WorkerSettings } from './desired.js';
+import { annotations, labels, managerName, workerName } from './types.js';
+
+type MLGraphStatus = z.output<typeof mlGraphStatus>;
+type PlanInput = z.input<typeof graphPlan>;
+type PlanNodeInput = PlanInput['nodes'][number];
+
+/** An MLGraph as stored; `spec` is parsed before use. */
+interface GraphObject extends KubeObject {
+  spec?: unknown;
+  status?: MLGraphStatus;
+}
+
+/** Labels on every Service of a graph, so one list call per tick finds them all. */
+const graphLabels = Object.freeze({
+  graph: 'edgeai.io/mlgraph',
+  node: 'edgeai.io/mlgraph-node',
+});
+/** The `edgeai.io/mlgraph-node` value of the executor (the graph's own Service). */
+const executorNode = 'executor';
+/** Knative names a revision `<service>-00001`, and that must stay a 63-character DNS label. */
+const maxGraphServiceName = 63 - '-00001'.length;
+const defaultTimeoutMs = 30_000;
+const workerPort = 8080;
+
+type GraphDesired =
+  | { valid: false; reason: 'InvalidGraph'; message: string }
+  | { valid: true; spec: MLGraphSpec; services: KubeObject[] };
+
+function nodeServiceName(graph: string, node: string): string {
+  return `${graph}-${node}`;
+}
+
+function clusterUrl(service: string, namespace: string): string {
+  return `http://${service}.${namespace}.svc.cluster.local`;
+}
+
+/** Router and join nodes without a URL of their own run as Services of the graph. */
+function isDeployed(node: GraphNode): boolean {
+  return (
+    (node.kind === 'router' && node.router?.url === undefined) ||
+    (node.kind === 'join' && node.join?.url === undefined)
+  );
+}
+
+function modelUrl(model: GraphNode['model'], namespace: string): string | undefined {
+  if (model?.url !== undefined) return model.url;
+  if (model?.service !== undefined) return clusterUrl(model.service, namespace);
+  // A JointInferenceService answers through its edge worker (which offloads to its cloud).
+  if (model?.jointInferenceService !== undefined)
+    return clusterUrl(workerName(model.jointInferenceService, 'edge'), namespace);
+  return undefined;
+}
+
+/** Where the executor calls a node; a built-in outlier node has no URL. */
+function nodeUrl(node: GraphNode, graph: string, namespace: string): string | undefined {
+  if (isDeployed(node)) return clusterUrl(nodeServiceName(graph, node.name), namespace);
+  if (node.kind === 'model') return modelUrl(node.model, namespace);
+  const own = {
+    router: node.router?.url,
+    join: node.join?.url,
+    transform: node.transform?.url,
+    outlier: node.outlier?.url,
+  };
+  return own[node.kind];
+}
+
+function planNode(node: GraphNode, graph: string, namespace: string): PlanNodeInput {
+  const { model, join, outlier } = node;
+  return {
+    name: node.name,
+    kind: node.kind,
+    url: nodeUrl(node, graph, namespace),
+    ...(node.kind === 'model' && model !== undefined
+      ? { model: { name: model.name, version: model.version } }
+      : {}),
+    ...(node.kind === 'join'
+      ? { join: { type: join?.type ?? 'inner', windowMs: join?.windowMs } }
+      : {}),
+    ...(outlier?.threshold !== undefined ? { outlier: { threshold: outlier.threshold } } : {}),
+    data: node.data ?? 'parent',
+    children: (node.children ?? []).map((edge) => ({
+      node: edge.node,
+      timeoutMs: edge.timeoutMs,
+      retries: edge.retries ?? 0,
+      dependency: edge.dependency ?? 'Hard',
+    })),
+  };
+}
+
+/** The executor's configuration: every node resolved to its URL, defaults filled in. */
+function graphPlanOf(graph: GraphObject, spec: MLGraphSpec): PlanInput {
+  const { name, namespace = '' } = graph.metadata;
+  return {
+    graph: `${namespace}/${name}`,
+    root: spec.root,
+    timeoutMs: spec.timeoutMs ?? defaultTimeoutMs,
+    nodes: spec.nodes.map((node) => planNode(node, name, namespace)),
+  };
+}
+
+function graphOwner(graph: GraphObject) {
+  return {
+    apiVersion: apiVersion(kinds.mlGraph),
+    kind: kinds.mlGraph.kind,
+    name: graph.metadata.name,
+    uid: graph.metadata.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  };
+}
+
+/** One Service of the graph; `node` is the executor's or a node's name. */
+function graphService(
+  graph: GraphObject,
+  node: string,
+  env: Record<string, string | number>,
+  settings: WorkerSettings,
+): KubeObject {
+  const { name: graphName, namespace = '' } = graph.metadata;
+  const podLabels = {
+    [labels.managedBy]: managerName,
+    [graphLabels.graph]: graphName,
+    [graphLabels.node]: node,
+  };
+  const executor = node === executorNode;
+  // The executor is the graph's entry; the nodes are reached only by it, inside the cluster.
+  const serviceLabels = executor
+    ? podLabels
+    : { ...podLabels, 'networking.knative.dev/visibility': 'cluster-local' };
+  return {
+    apiVersion: apiVersion(kinds.knativeService),
+    kind: kinds.knativeService.kind,
+    metadata: {
+      name: executor ? graphName : nodeServiceName(graphName, node),
+      namespace,
+      labels: serviceLabels,
+      annotations: { [annotations.generation]: String(graph.metadata.generation ?? 0) },
+      ownerReferences: [graphOwner(graph)],
+    },
+    spec: {
+      template: {
+        metadata: { labels: podLabels, annotations: {} },
+        spec: {
+          containers: [
+            {
+              name: 'worker',
+              image: settings.image,
+              ports: [{ containerPort: workerPort }],
+              env: Object.entries(env).map(([k, v]) => ({ name: k, value: String(v) })),
+              // Routers and joiners keep their state in Redis (REDIS_URL in the Secret).
+              ...(settings.workerSecret === undefined
+                ? {}
+                : { envFrom: [{ secretRef: { name: settings.workerSecret, optional: true } }] }),
+              readinessProbe: { httpGet: { path: '/health/readiness' } },
+            },
+          ],
+        },
+      },
+    },
+  };
+}
+
+function nodeEnv(node: GraphNode, spec: MLGraphSpec): Record<string, string | number> {
+  if (node.kind === 'router') {
+    return {
+      FUNCTION_TARGET: 'router',
+      MLGRAPH_CHILDREN: (node.children ?? []).map((c) => c.node).join(','),
+      MLGRAPH_ROUTE: JSON.stringify(node.router?.strategy ?? { kind: 'static' }),
+    };
+  }
+  // An outer join hands out what arrived within its window; the others wait for the graph's
+  // whole budget, after which the executor has given up on the request anyway.
+  const deadline =
+    node.join?.type === 'outer' ? node.join.windowMs : (spec.timeoutMs ?? defaultTimeoutMs);
+  return { FUNCTION_TARGET: 'joiner', MLGRAPH_JOIN_DEADLINE_MS: deadline ?? defaultTimeoutMs };
+}
+
+type Issue = { path: readonly PropertyKey[]; message: string };
+
+/** A schema issue, naming the node when it is inside one. */
+function issueText(issue: Issue, raw: unknown): string {
+  const [first, index, ...rest] = issue.path;
+  const nodes = (raw as { nodes?: unknown } | null | undefined)?.nodes;
+  const at = Array.isArray(nodes) && typeof index === 'number' ? (nodes[index] as unknown) : null;
+  const name = (at as { name?: unknown } | null)?.name;
+  if (first === 'nodes' && typeof name === 'string' && name !== '') {
+    const field = rest.map(String).join('.');
+    return `node ${name}: ${field === '' ? '' : `${field}: `}${issue.message}`;
+  }
+  return `spec.${issue.path.map(String).join('.')}: ${issue.message}`;
+}
+
+/** The Service names Knative could not take, each naming its node. */
+function nameProblems(graph: string, spec: MLGraphSpec): string[] {
+  const problems: string[] = [];
+  if (graph.length > maxGraphServiceName || !dns1035Label.test(graph)) {
+    problems.push(
+      `metadata.name: "${graph}" names the executor Service: at most ${maxGraphServiceName} characters, starting with a lowercase letter, of lowercase letters, digits and '-'`,
+    );
+  }
+  for (const node of spec.nodes.filter(isDeployed)) {
+    const service = nodeServiceName(graph, node.name);
+    if (service.length > maxGraphServiceName)
+      problems.push(
+        `node ${node.name}: its Service name "${service}" is longer than ${maxGraphServiceName} characters: shorten the node's or the graph's name`,
+      );
+  }
+  return problems;
+}
+
+/** The spec, or every reason it cannot be deployed. */
+function checkedSpec(graph: GraphObject): { spec: MLGraphSpec } | { problems: string[] } {
+  const parsed = mlGraphSpec.safeParse(graph.spec);
+  if (!parsed.success)
+    return { problems: parsed.error.issues.map((issue) => issueText(issue, graph.spec)) };
+  const problems = [
+    ...graphProblems(parsed.data).map((p) => `node ${p.node}: ${p.message}`),
+    ...nameProblems(graph.metadata.name, parsed.data),
+  ];
+  return problems.length > 0 ? { problems } : { spec: parsed.data };
+}
+
+/** The Services of `graph`, or why it cannot be deployed (every problem, each naming its node). */
+function desiredGraph(graph: GraphObject, settings: WorkerSettings): GraphDesired {
+  const checked = checkedSpec(graph);
+  if ('problems' in checked)
+    return { valid: false, reason: 'InvalidGraph', message: checked.problems.join('; ') };
+  const { spec } = checked;
+  // The executor refuses a plan its schema rejects: better said here than in a crash loop.
+  const plan = graphPlan.safeParse(graphPlanOf(graph, spec));
+  if (!plan.success) {
+    const message = plan.error.issues.map((i) => i.message).join('; ');
+    return { valid: false, reason: 'InvalidGraph', message };
+  }
+  const executor = graphService(
+    graph,
+    executorNode,
+    { FUNCTION_TARGET: 'router', MLGRAPH_GRAPH: JSON.stringify(plan.data) },
+    settings,
+  );
+  const nodes = spec.nodes
+    .filter(isDeployed)
+    .map((node) => graphService(graph, node.name, nodeEnv(node, spec), settings));
+  return { valid: true, spec, services: [executor, ...nodes] };
+}
+
+/** spec.nodes.length as stored, valid or not. */
+function storedNodeCount(graph: GraphObject): number {
+  const nodes = (graph.spec as { nodes?: unknown } | null | undefined)?.nodes;
+  return Array.isArray(nodes) ? nodes.length : 0;
+}
+
+export {
+  desiredGraph,
+  graphLabels,
+  executorNode,
+  maxGraphServiceName,
+  nodeServiceName,
+  storedNodeCount,
+};
+export type { GraphDesired, GraphObject, MLGraphStatus };

@@ -1,0 +1,243 @@
+/**
+ * The MLGraph controller's decision, pure as reconcile.ts is for JointInferenceServices: the
+ * graph and the Services found for it in, the writes that close the gap out. Nothing is written
+ * when nothing differs, so the status writes it makes do not wake it up forever through its own
+ * ApiServerSource.
+ */
+import { isDeepStrictEqual } from 'node:util';
+import type { KubeObject } from '../k8s/index.js';
+import { findCondition, mergeConditions } from './conditions.js';
+import type { ConditionState } from './conditions.js';
+import { executorNode, graphLabels, storedNodeCount } from './graph-desired.js';
+import type { GraphDesired, GraphObject, MLGraphStatus } from './graph-desired.js';
+import { serviceReadiness, workerDrift } from './reconcile.js';
+import type { ReconcileOptions } from './reconcile.js';
+import { kinds } from '../k8s/index.js';
+
+interface GraphObserved {
+  graph: GraphObject;
+  /** The Knative Services labelled for this graph, by name, whoever owns them. */
+  services: ReadonlyMap<string, KubeObject>;
+  /**
+   * Service names the graph wants that a Knative Service outside the label query holds (someone
+   * else's): creating them would fail on every pass, so the status says why instead.
+   */
+  taken?: readonly string[];
+}
+
+type GraphAction =
+  | { kind: 'create'; node: string; object: KubeObject }
+  | { kind: 'update'; node: string; name: string; patch: Record<string, unknown> }
+  | { kind: 'delete'; name: string }
+  /** Conditional on `resourceVersion`: a concurrent writer makes it fail and the pass re-run. */
+  | { kind: 'status'; resourceVersion: string; status: Record<string, unknown> }
+  | { kind: 'event'; type: 'Normal' | 'Warning'; reason: string; message: string };
+
+type Readiness = ReturnType<typeof serviceReadiness>;
+
+/** How one wanted Service stands after this pass's writes. */
+interface ServiceView {
+  name: string;
+  node: string;
+  /** Its name is held by a Service that is not this graph's. */
+  taken: boolean;
+  readiness: Readiness;
+}
+
+const rollingOut: Readiness = {
+  status: 'Unknown',
+  reason: 'Deploying',
+  message: 'latest spec not yet rolled out',
+};
+
+/** Controlled by this graph (this incarnation of it: a recreated graph has a new uid). */
+function ownedBy(service: KubeObject, graph: GraphObject): boolean {
+  return (service.metadata.ownerReferences ?? []).some(
+    (ref) =>
+      ref['controller'] === true &&
+      ref['kind'] === kinds.mlGraph.kind &&
+      ref['name'] === graph.metadata.name &&
+      (graph.metadata.uid === undefined || ref['uid'] === graph.metadata.uid),
+  );
+}
+
+function nodeOf(service: KubeObject): string {
+  return service.metadata.labels?.[graphLabels.node] ?? executorNode;
+}
+
+/** The write (if any) that makes one stored Service the wanted one, and how it then stands. */
+function serviceStep(
+  observed: GraphObserved,
+  wanted: KubeObject,
+): { action?: GraphAction; view: ServiceView } {
+  const { name } = wanted.metadata;
+  const node = nodeOf(wanted);
+  const stored = observed.services.get(name);
+  const view = (readiness: Readiness, taken = false) => ({ name, node, taken, readiness });
+  const taken =
+    stored === undefined ? (observed.taken ?? []).includes(name) : !ownedBy(stored, observed.graph);
+  if (taken) return { view: view(serviceReadiness(undefined), true) };
+  if (stored === undefined)
+    return { action: { kind: 'create', node, object: wanted }, view: view(rollingOut) };
+  const drift = workerDrift(stored, wanted);
+  if (drift === undefined) return { view: view(serviceReadiness(stored)) };
+  return {
+    action: { kind: 'update', node, name, patch: drift.patch },
+    // Metadata alone keeps Knative's generation: the Service stays as ready as it was.
+    view: view(drift.specChanged ? rollingOut : serviceReadiness(stored)),
+  };
+}
+
+/** The graph's own Services that no node wants any more (a node removed or given a URL). */
+function deletions(observed: GraphObserved, wanted: ReadonlySet<string>): GraphAction[] {
+  return [...observed.services.values()]
+    .filter((s) => !wanted.has(s.metadata.name) && ownedBy(s, observed.graph))
+    .map((s) => ({ kind: 'delete', name: s.metadata.name }));
+}
+
+function serviceEvent(action: GraphAction, generation: number): GraphAction[] {
+  const what = (node: string, name: string) =>
+    node === executorNode ? `the executor Service ${name}` : `the Service ${name} of node ${node}`;
+  if (action.kind === 'create')
+    return [
+      event(
+        'Normal',
+        'ServiceCreated',
+        `created ${what(action.node, action.object.metadata.name)}`,
+      ),
+    ];
+  if (action.kind === 'update')
+    return [
+      event(
+        'Normal',
+        'ServiceUpdated',
+        `updated ${what(action.node, action.name)} to generation ${generation}`,
+      ),
+    ];
+  if (action.kind === 'delete')
+    return [
+      event(
+        'Normal',
+        'ServiceDeleted',
+        `deleted the Service ${action.name}: no node of the graph runs there now`,
+      ),
+    ];
+  return [];
+}
+
+function event(type: 'Normal' | 'Warning', reason: string, message: string): GraphAction {
+  return { kind: 'event', type, reason, message };
+}
+
+function listed(views: readonly ServiceView[]): string {
+  return views.map((v) => v.name).join(', ');
+}
+
+/** Ready, from the first thing that holds the graph back. */
+function readyCondition(desired: GraphDesired, views: readonly ServiceView[]): ConditionState {
+  const ready = (status: ConditionState['status'], reason: string, message: string) =>
+    ({ type: 'Ready', status, reason, message }) as const;
+  if (!desired.valid) return ready('False', desired.reason, desired.message);
+  const taken = views.filter((v) => v.taken);
+  if (taken.length > 0) {
+    const names = taken.map((v) => `"${v.name}" (${v.node})`).join(', ');
+    return ready(
+      'False',
+      'ServiceTaken',
+      `Knative Service ${names} exists and is not this graph's: delete or rename it`,
+    );
+  }
+  const failing = views.filter((v) => v.readiness.status === 'False');
+  if (failing.length > 0) {
+    const detail = failing.map((v) => `${v.name}: ${v.readiness.reason} ${v.readiness.message}`);
+    return ready('False', 'ServiceNotReady', detail.map((d) => d.trim()).join('; '));
+  }
+  const waiting = views.filter((v) => v.readiness.status !== 'True');
+  if (waiting.length > 0)
+    return ready('Unknown', 'Deploying', `waiting for ${listed(waiting)} to become ready`);
+  return ready('True', 'Ready', `${views.length} Service(s) ready: ${listed(views)}`);
+}
+
+/** The executor's route, once Knative has given it one. */
+function graphUrl(observed: GraphObserved): string | undefined {
+  const executor = observed.services.get(observed.graph.metadata.name);
+  if (executor === undefined || !ownedBy(executor, observed.graph)) return undefined;
+  const url = (executor['status'] as { url?: unknown } | undefined)?.url;
+  return typeof url === 'string' ? url : undefined;
+}
+
+/** The status fields that differ (null removes one), or undefined when none do. */
+function statusPatch(
+  observed: GraphObserved,
+  ready: ConditionState,
+  now: Date,
+  options: ReconcileOptions,
+): Record<string, unknown> | undefined {
+  const { graph } = observed;
+  const previous: MLGraphStatus = graph.status ?? {};
+  const wanted: Partial<Record<keyof MLGraphStatus, unknown>> = {
+    observedGeneration: graph.metadata.generation ?? 0,
+    url: graphUrl(observed),
+    nodeCount: storedNodeCount(graph),
+  };
+  const patch: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(wanted)) {
+    if (!isDeepStrictEqual(previous[k as keyof MLGraphStatus], v)) patch[k] = v ?? null;
+  }
+  const nowIso = now.toISOString();
+  const conditions = mergeConditions(previous.conditions, [ready], nowIso);
+  if (!isDeepStrictEqual(previous.conditions, conditions)) patch['conditions'] = conditions;
+  const last =
+    previous.lastReconcileTime === undefined ? 0 : Date.parse(previous.lastReconcileTime);
+  const heartbeatDue = now.getTime() - last >= options.heartbeatMs;
+  if (Object.keys(patch).length === 0 && !heartbeatDue) return undefined;
+  return { ...patch, lastReconcileTime: nowIso };
+}
+
+function transitionEvents(graph: GraphObject, ready: ConditionState): GraphAction[] {
+  const before = findCondition(graph.status?.conditions, 'Ready');
+  if (before?.status === ready.status && before.reason === ready.reason) return [];
+  if (ready.status === 'False') return [event('Warning', ready.reason, ready.message)];
+  if (ready.status === 'True') return [event('Normal', 'Ready', ready.message)];
+  return [];
+}
+
+/** The writes that make the stored state match the desired one (see the file comment). */
+function reconcileGraph(
+  observed: GraphObserved,
+  desired: GraphDesired,
+  now: Date,
+  options: ReconcileOptions,
+): GraphAction[] {
+  const steps = desired.valid ? desired.services.map((s) => serviceStep(observed, s)) : [];
+  // An invalid graph changes nothing: its Services keep serving the last valid spec.
+  const writes = [
+    ...steps.flatMap((s) => (s.action === undefined ? [] : [s.action])),
+    ...(desired.valid
+      ? deletions(observed, new Set(desired.services.map((s) => s.metadata.name)))
+      : []),
+  ];
+  const ready = readyCondition(
+    desired,
+    steps.map((s) => s.view),
+  );
+  const status = statusPatch(observed, ready, now, options);
+  const generation = observed.graph.metadata.generation ?? 0;
+  return [
+    ...(status === undefined
+      ? []
+      : [
+          {
+            kind: 'status' as const,
+            resourceVersion: observed.graph.metadata.resourceVersion ?? '',
+            status,
+          },
+        ]),
+    ...writes,
+    ...writes.flatMap((w) => serviceEvent(w, generation)),
+    ...transitionEvents(observed.graph, ready),
+  ];
+}
+
+export { reconcileGraph, ownedBy };
+export type { GraphAction, GraphObserved };
