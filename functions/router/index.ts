@@ -2,6 +2,7 @@
  * router: an ML-graph node that picks the children each request goes to, and learns from
  * rewards; with MLGRAPH_GRAPH, a whole graph's executor (its entry node).
  */
+import { createHttpClient } from '../../shared/http/index.js';
 import type { FunctionFactory } from '../../shared/http/index.js';
 import {
   createExecutor,
@@ -28,9 +29,10 @@ const graphFactory: FunctionFactory = ({ config, telemetry }) => {
     [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     ['node', 'outcome'],
   );
+  const client = createHttpClient();
   const executor = createExecutor({
     plan: settings.plan,
-    send: fetch,
+    send: client.send,
     paths: createPathStore(redis, { graph: settings.plan.graph, ttlMs: settings.puidTtlMs }),
     now: () => performance.now(),
     observe: (node, outcome, seconds) => steps({ node, outcome }, seconds),
@@ -42,6 +44,7 @@ const graphFactory: FunctionFactory = ({ config, telemetry }) => {
       readiness: [redisReadiness(redis)],
     }),
     close: () => {
+      client.close();
       redis.disconnect();
       return Promise.resolve();
     },

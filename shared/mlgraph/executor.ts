@@ -15,7 +15,8 @@ import type { GraphPlan, PlannedEdge, PlannedNode } from '../messages/graph-plan
 import { GraphRun } from './graph-run.js';
 import type { Step } from './graph-run.js';
 import { StepFailure, callNode } from './node-call.js';
-import type { CallAnswer, Send } from './node-call.js';
+import type { CallAnswer } from './node-call.js';
+import type { HttpSend } from '../http/index.js';
 import type { PathStore } from './path-store.js';
 import { answerAsRequest, asJson, jsonHead, sendable } from './payload.js';
 import type { Payload } from './payload.js';
@@ -25,7 +26,7 @@ type StepOutcome = 'ok' | 'skipped' | 'failed';
 
 interface ExecutorDeps {
   plan: GraphPlan;
-  send: Send;
+  send: HttpSend;
   paths: PathStore;
   now: () => number;
   newPuid?: () => string;
@@ -166,7 +167,7 @@ class GraphExecution {
       body: JSON.stringify(jsonHead(input) ?? null),
       headers: { 'content-type': 'application/json', [headerRoutable]: children.join(',') },
     });
-    const route = (answer.headers.get(names.route) ?? '').split(',').filter((c) => c !== '');
+    const route = (answer.header(names.route) ?? '').split(',').filter((c) => c !== '');
     const unknown = route.filter((c) => !children.includes(c));
     if (unknown.length > 0)
       throw new StepFailure(502, `routed to ${unknown.join(', ')}, not among its children`, false);

@@ -7,10 +7,10 @@
  * model is a function, a router keeps a prediction's first route, a join counts a source once).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { CallTimeoutError } from '../http/index.js';
+import type { HttpAnswer, HttpSend } from '../http/index.js';
 import { payloadOf } from './payload.js';
 import type { Payload } from './payload.js';
-
-type Send = typeof fetch;
 
 class StepFailure extends Error {
   override readonly name = 'StepFailure';
@@ -25,7 +25,7 @@ class StepFailure extends Error {
 
 interface CallAnswer {
   status: number;
-  headers: Headers;
+  header: HttpAnswer['header'];
   payload: Payload;
 }
 
@@ -55,40 +55,28 @@ function errorMessage(text: string): string {
   return text.length > 300 ? `${text.slice(0, 300)}...` : text || '(no message)';
 }
 
-async function callOnce(send: Send, url: string, options: CallOptions): Promise<CallAnswer> {
-  const timeout = AbortSignal.timeout(options.timeoutMs);
-  let response: Response;
-  let bytes: Buffer;
+async function callOnce(send: HttpSend, url: string, options: CallOptions): Promise<CallAnswer> {
+  let answer: HttpAnswer;
   try {
-    response = await send(url, {
-      method: options.method,
-      headers: options.headers,
-      ...(options.body === undefined ? {} : { body: options.body }),
-      signal: AbortSignal.any([options.signal, timeout]),
-    });
-    bytes = Buffer.from(await response.arrayBuffer());
+    answer = await send(url, options);
   } catch (error) {
     if (options.signal.aborted) throw error;
-    if (timeout.aborted)
+    if (error instanceof CallTimeoutError)
       throw new StepFailure(504, `no answer within ${options.timeoutMs} ms`, true);
-    const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-    throw new StepFailure(
-      502,
-      `no answer: ${cause?.code ?? cause?.message ?? String(error)}`,
-      true,
-    );
+    const { code, message } = error as { code?: string; message?: string };
+    throw new StepFailure(502, `no answer: ${code ?? message ?? String(error)}`, true);
   }
-  if (response.status >= 400) {
-    const message = errorMessage(bytes.toString('utf8'));
-    throw new StepFailure(response.status, message, retryableStatuses.has(response.status));
+  if (answer.status >= 400) {
+    const message = errorMessage(answer.body.toString('utf8'));
+    throw new StepFailure(answer.status, message, retryableStatuses.has(answer.status));
   }
   try {
     const payload = payloadOf(
-      bytes,
-      response.headers.get('content-type') ?? undefined,
-      response.headers.get('inference-header-content-length'),
+      answer.body,
+      answer.header('content-type'),
+      answer.header('inference-header-content-length'),
     );
-    return { status: response.status, headers: response.headers, payload };
+    return { status: answer.status, header: answer.header, payload };
   } catch (error) {
     throw new StepFailure(502, `unreadable answer: ${(error as Error).message}`, false);
   }
@@ -99,7 +87,7 @@ async function callOnce(send: Send, url: string, options: CallOptions): Promise<
  * jitter) while the deadline allows; each attempt's limit is `attemptMs` or what is left.
  */
 async function callNode(
-  send: Send,
+  send: HttpSend,
   url: string,
   options: Omit<CallOptions, 'timeoutMs'> & {
     retries: number;
@@ -127,4 +115,4 @@ async function callNode(
 }
 
 export { callNode, StepFailure };
-export type { Send, CallAnswer };
+export type { CallAnswer };

@@ -8,7 +8,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventTypes } from '../../../shared/events/index.js';
-import { buildServer } from '../../../shared/http/index.js';
+import { buildServer, createHttpClient } from '../../../shared/http/index.js';
 import type { FunctionDefinition } from '../../../shared/http/index.js';
 import { graphPlan } from '../../../shared/messages/graph-plan.js';
 import {
@@ -109,6 +109,7 @@ const request = { inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 2], data: [
 
 describe('graph executor', () => {
   let redis: TestRedis;
+  const client = createHttpClient();
   const servers: Listening[] = [];
   let counter = 0;
   const serve = async (definition: FunctionDefinition) => {
@@ -149,7 +150,7 @@ describe('graph executor', () => {
     const parsed = graphPlan.parse(plan);
     const executor = createExecutor({
       plan: parsed,
-      send: fetch,
+      send: client.send,
       paths: createPathStore(redis.client, {
         graph: `${parsed.graph}-${(counter += 1)}`,
         ttlMs: 60_000,
@@ -178,6 +179,7 @@ describe('graph executor', () => {
   afterAll(async () => {
     await Promise.all(servers.map((s) => s.close()));
     await redis.close();
+    client.close();
   });
 
   const model = (name: string, server: FakeModel, children: unknown[] = []) => ({
