@@ -5,6 +5,7 @@
 import { createHttpClient } from '../../shared/http/index.js';
 import type { FunctionFactory } from '../../shared/http/index.js';
 import {
+  createBuiltinRouters,
   createExecutor,
   createPathStore,
   createRouteStore,
@@ -32,6 +33,12 @@ const graphFactory: FunctionFactory = ({ config, telemetry }) => {
   const client = createHttpClient();
   const executor = createExecutor({
     plan: settings.plan,
+    routers: createBuiltinRouters(settings.plan, {
+      redis,
+      puidTtlMs: settings.puidTtlMs,
+      uniform: Math.random,
+      normal: normal(Math.random),
+    }),
     send: client.send,
     paths: createPathStore(redis, { graph: settings.plan.graph, ttlMs: settings.puidTtlMs }),
     now: () => performance.now(),

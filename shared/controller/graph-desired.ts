@@ -18,6 +18,7 @@ import { annotations, labels, managerName, workerName } from './types.js';
 type MLGraphStatus = z.output<typeof mlGraphStatus>;
 type PlanInput = z.input<typeof graphPlan>;
 type PlanNodeInput = PlanInput['nodes'][number];
+type RouterStrategy = NonNullable<PlanNodeInput['router']>['strategy'];
 
 /** An MLGraph as stored; `spec` is parsed before use. */
 interface GraphObject extends KubeObject {
@@ -45,6 +46,14 @@ function nodeServiceName(graph: string, node: string): string {
   return `${graph}-${node}`;
 }
 
+/**
+ * A deployed node's name in Redis (MLGRAPH_NODE): namespaced, so graphs of two namespaces
+ * sharing a Redis keep apart. The executor runs a built-in router under the same name.
+ */
+function nodeKeyOf(graph: string, node: string, namespace: string): string {
+  return `${namespace}.${nodeServiceName(graph, node)}`;
+}
+
 function clusterUrl(service: string, namespace: string): string {
   return `http://${service}.${namespace}.svc.cluster.local`;
 }
@@ -66,8 +75,12 @@ function modelUrl(model: GraphNode['model'], namespace: string): string | undefi
   return undefined;
 }
 
-/** Where the executor calls a node; a built-in outlier node has no URL. */
+/**
+ * Where the executor calls a node. A built-in router has none: the executor runs it (no hop),
+ * on the state its Service shares. A built-in outlier node has none either.
+ */
 function nodeUrl(node: GraphNode, graph: string, namespace: string): string | undefined {
+  if (node.kind === 'router' && isDeployed(node)) return undefined;
   if (isDeployed(node)) return clusterUrl(nodeServiceName(graph, node.name), namespace);
   if (node.kind === 'model') return modelUrl(node.model, namespace);
   const own = {
@@ -81,10 +94,21 @@ function nodeUrl(node: GraphNode, graph: string, namespace: string): string | un
 
 function planNode(node: GraphNode, graph: string, namespace: string): PlanNodeInput {
   const { model, join, outlier } = node;
+  const builtinRouter = node.kind === 'router' && isDeployed(node);
   return {
     name: node.name,
     kind: node.kind,
     url: nodeUrl(node, graph, namespace),
+    ...(builtinRouter
+      ? {
+          router: {
+            node: nodeKeyOf(graph, node.name, namespace),
+            // The CRD's flat form of the strategy; graphProblems checked it against the
+            // router's own schema, and the plan is parsed with it below.
+            strategy: (node.router?.strategy ?? { kind: 'static' }) as RouterStrategy,
+          },
+        }
+      : {}),
     ...(node.kind === 'model' && model !== undefined
       ? { model: { name: model.name, version: model.version } }
       : {}),
@@ -175,10 +199,11 @@ function graphService(
   };
 }
 
-function nodeEnv(node: GraphNode, spec: MLGraphSpec): Record<string, string | number> {
+function nodeEnv(node: GraphNode, spec: MLGraphSpec, key: string): Record<string, string | number> {
   if (node.kind === 'router') {
     return {
       FUNCTION_TARGET: 'router',
+      MLGRAPH_NODE: key,
       MLGRAPH_CHILDREN: (node.children ?? []).map((c) => c.node).join(','),
       MLGRAPH_ROUTE: JSON.stringify(node.router?.strategy ?? { kind: 'static' }),
     };
@@ -187,7 +212,11 @@ function nodeEnv(node: GraphNode, spec: MLGraphSpec): Record<string, string | nu
   // whole budget, after which the executor has given up on the request anyway.
   const deadline =
     node.join?.type === 'outer' ? node.join.windowMs : (spec.timeoutMs ?? defaultTimeoutMs);
-  return { FUNCTION_TARGET: 'joiner', MLGRAPH_JOIN_DEADLINE_MS: deadline ?? defaultTimeoutMs };
+  return {
+    FUNCTION_TARGET: 'joiner',
+    MLGRAPH_NODE: key,
+    MLGRAPH_JOIN_DEADLINE_MS: deadline ?? defaultTimeoutMs,
+  };
 }
 
 type Issue = { path: readonly PropertyKey[]; message: string };
@@ -255,7 +284,18 @@ function desiredGraph(graph: GraphObject, settings: WorkerSettings): GraphDesire
   );
   const nodes = spec.nodes
     .filter(isDeployed)
-    .map((node) => graphService(graph, node.name, nodeEnv(node, spec), settings));
+    .map((node) =>
+      graphService(
+        graph,
+        node.name,
+        nodeEnv(
+          node,
+          spec,
+          nodeKeyOf(graph.metadata.name, node.name, graph.metadata.namespace ?? ''),
+        ),
+        settings,
+      ),
+    );
   return { valid: true, spec, services: [executor, ...nodes] };
 }
 

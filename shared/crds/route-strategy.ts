@@ -10,6 +10,18 @@ const childName = z
   .string()
   .regex(/^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/, 'must be a DNS-1123 label (a Knative Service name)');
 
+/**
+ * A node's name in Redis (MLGRAPH_NODE): its Service name, or `<namespace>.<service>` so that
+ * graphs of two namespaces sharing one Redis keep apart (the controller writes it so).
+ */
+const nodeKey = z
+  .string()
+  .max(127)
+  .regex(
+    /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)?$/,
+    'must be a DNS-1123 label, or two joined by "."',
+  );
+
 const comparison = z.object({
   /** Dotted path into the request's JSON body, e.g. `parameters.tier`. */
   path: z
@@ -64,5 +76,5 @@ function unknownChildren(s: Strategy, children: readonly string[]): string[] {
 
 type Comparison = z.output<typeof comparison>;
 
-export { childName, strategy, unknownChildren };
+export { childName, nodeKey, strategy, unknownChildren };
 export type { Strategy, Comparison };

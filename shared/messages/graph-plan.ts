@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { graphProblems, joinTypes, mlGraphSpec } from '../crds/mlgraph.js';
+import { nodeKey, strategy } from '../crds/route-strategy.js';
 import type { MLGraphSpec } from '../crds/mlgraph.js';
 
 const plannedEdge = z
@@ -27,11 +28,19 @@ const plannedNode = z
      */
     url: z.url({ protocol: /^https?$/ }).optional(),
     model: z.object({ name: z.string(), version: z.string().optional() }).strict().optional(),
+    /**
+     * A built-in router, run by the executor itself (no hop): its strategy, and its name in
+     * Redis, which its own Service (for `/arms`) shares. A router with a `url` is called instead.
+     */
+    router: z.object({ node: nodeKey, strategy }).strict().optional(),
     join: z
       .object({ type: z.enum(joinTypes).default('inner'), windowMs: z.number().int().optional() })
       .strict()
       .optional(),
-    outlier: z.object({ threshold: z.number().min(0).optional() }).strict().optional(),
+    outlier: z
+      .object({ threshold: z.number().min(0).optional() })
+      .strict()
+      .optional(),
     data: z.enum(['parent', 'request']).default('parent'),
     children: z.array(plannedEdge).default([]),
   })
@@ -57,6 +66,9 @@ const graphPlan = z
         ...(n.kind === 'model' ? { model: { name: n.model?.name ?? '', url: n.url } } : {}),
         ...(n.kind === 'transform' && n.url !== undefined ? { transform: { url: n.url } } : {}),
         ...(n.kind === 'join' ? { join: n.join } : {}),
+        ...(n.kind === 'router' && n.router !== undefined
+          ? { router: { strategy: n.router.strategy } }
+          : {}),
       })),
     };
     const shaped = mlGraphSpec.safeParse(asSpec);
@@ -66,7 +78,8 @@ const graphPlan = z
     for (const problem of problems)
       ctx.addIssue({ code: 'custom', message: `node ${problem.node}: ${problem.message}` });
     for (const node of plan.nodes) {
-      const needsUrl = node.kind !== 'outlier';
+      const needsUrl =
+        node.kind !== 'outlier' && !(node.kind === 'router' && node.router !== undefined);
       if (needsUrl && node.url === undefined)
         ctx.addIssue({ code: 'custom', message: `node ${node.name}: needs a url` });
       if (node.kind === 'model' && node.model === undefined)

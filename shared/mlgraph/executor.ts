@@ -18,6 +18,7 @@ import { StepFailure, callNode } from './node-call.js';
 import type { CallAnswer } from './node-call.js';
 import type { HttpSend } from '../http/index.js';
 import type { PathStore } from './path-store.js';
+import type { Router } from './router.js';
 import { answerAsRequest, asJson, jsonHead, sendable } from './payload.js';
 import type { Payload } from './payload.js';
 
@@ -26,6 +27,8 @@ type StepOutcome = 'ok' | 'skipped' | 'failed';
 
 interface ExecutorDeps {
   plan: GraphPlan;
+  /** The built-in routers, by node: run here, on the state their Services share. */
+  routers: ReadonlyMap<string, Router>;
   send: HttpSend;
   paths: PathStore;
   now: () => number;
@@ -62,6 +65,8 @@ class GraphExecution {
   private readonly abort = new AbortController();
   private readonly ran: string[] = [];
   private readonly windows = new Map<string, NodeJS.Timeout>();
+  /** The path as it grows, written while the rest of the graph runs; awaited before answering. */
+  readonly recordings: Promise<void>[] = [];
   private inFlight = 0;
   private partial = false;
   private settle!: { resolve: () => void; reject: (error: unknown) => void };
@@ -95,9 +100,12 @@ class GraphExecution {
     };
   }
 
-  /** Routers that decided for this prediction. */
-  routers(): string[] {
-    return this.ran.filter((n) => this.nodes.get(n)?.kind === 'router');
+  /** Keeps `router` on this prediction's path (for its reward), not holding up the walk. */
+  private recordPath(router: string): void {
+    const recording = this.deps.paths.record(this.puid, [router]);
+    // Awaited (and its failure answered) in predict; this only stops an early unhandled rejection.
+    recording.catch(() => {});
+    this.recordings.push(recording);
   }
 
   private dispatch(steps: readonly Step<Payload>[]): void {
@@ -162,6 +170,13 @@ class GraphExecution {
   }
 
   private async route(node: PlannedNode, edge: PlannedEdge | undefined, input: Payload) {
+    const builtin = this.deps.routers.get(node.name);
+    if (builtin !== undefined) {
+      const { route } = await builtin.predict({ puid: this.puid, body: jsonHead(input) });
+      this.ran.push(node.name);
+      this.recordPath(node.name);
+      return this.run.completed(node.name, input, route);
+    }
     const children = node.children.map((c) => c.node);
     const answer = await this.call(node, edge, 'predict', {
       body: JSON.stringify(jsonHead(input) ?? null),
@@ -172,6 +187,7 @@ class GraphExecution {
     if (unknown.length > 0)
       throw new StepFailure(502, `routed to ${unknown.join(', ')}, not among its children`, false);
     this.ran.push(node.name);
+    this.recordPath(node.name);
     return this.run.completed(node.name, input, route);
   }
 
@@ -288,7 +304,7 @@ function createExecutor(deps: ExecutorDeps): Executor {
       );
       const prediction = await execution.walk();
       // Before answering: a reward may follow the answer at once.
-      await deps.paths.record(puid, execution.routers());
+      await Promise.all(execution.recordings);
       return prediction;
     },
     async reward(puid, reward) {
@@ -298,7 +314,11 @@ function createExecutor(deps: ExecutorDeps): Executor {
           `prediction ${puid} is unknown here: no router on its path, or it expired`,
         );
       const outcomes = await Promise.all(
-        routers.map((name) => rewardOne(deps, byName.get(name), puid, reward)),
+        routers.map((name) =>
+          deps.routers.has(name)
+            ? rewardHere(deps.routers.get(name)!, name, puid, reward)
+            : rewardOne(deps, byName.get(name), puid, reward),
+        ),
       );
       const failed = outcomes.filter((o) => o.failed);
       if (failed.length > 0) {
@@ -310,6 +330,17 @@ function createExecutor(deps: ExecutorDeps): Executor {
       return { puid, routers: Object.fromEntries(outcomes.map((o) => [o.name, o.outcome])) };
     },
   };
+}
+
+/** A built-in router's reward, applied here to the state its Service shares. */
+async function rewardHere(router: Router, name: string, puid: string, reward: number) {
+  try {
+    return { name, outcome: await router.reward(puid, reward), failed: false };
+  } catch (error) {
+    // The router forgot the prediction (its own TTL): nothing a retry could change.
+    if (error instanceof NotFoundError) return { name, outcome: 'unknown', failed: false };
+    throw error;
+  }
 }
 
 async function rewardOne(

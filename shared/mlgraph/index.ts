@@ -11,3 +11,4 @@ export { createExecutor } from './executor.js';
 export { inGraphMode, loadGraphConfig } from './graph-config.js';
 export { graphDefinition } from './graph-definition.js';
 export { createPathStore } from './path-store.js';
+export { createBuiltinRouters } from './builtin-routers.js';

@@ -3,10 +3,10 @@ import { z } from 'zod';
 import { readEnv } from '../config/index.js';
 import type { Env } from '../config/index.js';
 import { ConfigError } from '../errors/index.js';
-import { childName } from '../crds/route-strategy.js';
+import { childName, nodeKey } from '../crds/route-strategy.js';
 
 const schema = z.object({
-  MLGRAPH_NODE: childName.optional(),
+  MLGRAPH_NODE: nodeKey.optional(),
   K_SERVICE: childName.optional(),
   MLGRAPH_JOIN_DEADLINE_MS: z.coerce.number().int().min(1).max(3_600_000).default(2_000),
   MLGRAPH_JOIN_KEEP_SECONDS: z.coerce.number().int().min(1).default(600),

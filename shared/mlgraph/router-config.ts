@@ -3,12 +3,12 @@ import { z } from 'zod';
 import { readEnv } from '../config/index.js';
 import type { Env } from '../config/index.js';
 import { ConfigError } from '../errors/index.js';
-import { childName, strategy, unknownChildren } from '../crds/route-strategy.js';
+import { childName, nodeKey, strategy, unknownChildren } from '../crds/route-strategy.js';
 import type { Strategy } from '../crds/route-strategy.js';
 
 const schema = z.object({
   // Knative sets K_SERVICE to the Service's name: the node's name unless MLGRAPH_NODE says.
-  MLGRAPH_NODE: childName.optional(),
+  MLGRAPH_NODE: nodeKey.optional(),
   K_SERVICE: childName.optional(),
   MLGRAPH_CHILDREN: z.string().min(1),
   MLGRAPH_ROUTE: z.string().default('{"kind":"static"}'),

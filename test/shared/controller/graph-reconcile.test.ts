@@ -109,13 +109,19 @@ describe('desiredGraph', () => {
       'edgeai.io/mlgraph-node': 'pick',
       'networking.knative.dev/visibility': 'cluster-local',
     });
+    // Its Redis name is namespaced: graphs of two namespaces sharing a Redis keep apart.
     expect(envOf(pick!)).toEqual({
       FUNCTION_TARGET: 'router',
+      MLGRAPH_NODE: 'ns.g-pick',
       MLGRAPH_CHILDREN: 'small,large',
       MLGRAPH_ROUTE: '{"kind":"thompson"}',
     });
     // An inner join waits as long as the graph's budget.
-    expect(envOf(merge!)).toEqual({ FUNCTION_TARGET: 'joiner', MLGRAPH_JOIN_DEADLINE_MS: '5000' });
+    expect(envOf(merge!)).toEqual({
+      FUNCTION_TARGET: 'joiner',
+      MLGRAPH_NODE: 'ns.g-merge',
+      MLGRAPH_JOIN_DEADLINE_MS: '5000',
+    });
   });
 
   it("gives the executor the plan, every node at the URL it answers at, in the executor's schema", () => {
@@ -125,10 +131,11 @@ describe('desiredGraph', () => {
     const plan = graphPlan.parse(JSON.parse(env['MLGRAPH_GRAPH']!));
     expect(plan).toMatchObject({ graph: 'ns/g', root: 'pick', timeoutMs: 5000 });
     const byName = Object.fromEntries(plan.nodes.map((n) => [n.name, n]));
+    // A built-in router runs in the executor, on the Redis state of its Service.
     expect(byName['pick']).toEqual({
       name: 'pick',
       kind: 'router',
-      url: 'http://g-pick.ns.svc.cluster.local',
+      router: { node: 'ns.g-pick', strategy: { kind: 'thompson' } },
       data: 'parent',
       children: [
         { node: 'small', retries: 0, dependency: 'Hard' },

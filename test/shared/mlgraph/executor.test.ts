@@ -12,6 +12,7 @@ import { buildServer, createHttpClient } from '../../../shared/http/index.js';
 import type { FunctionDefinition } from '../../../shared/http/index.js';
 import { graphPlan } from '../../../shared/messages/graph-plan.js';
 import {
+  createBuiltinRouters,
   createExecutor,
   createJoinStore,
   createJoiner,
@@ -150,6 +151,12 @@ describe('graph executor', () => {
     const parsed = graphPlan.parse(plan);
     const executor = createExecutor({
       plan: parsed,
+      routers: createBuiltinRouters(parsed, {
+        redis: redis.client,
+        puidTtlMs: 60_000,
+        uniform: Math.random,
+        normal: normal(Math.random),
+      }),
       send: client.send,
       paths: createPathStore(redis.client, {
         graph: `${parsed.graph}-${(counter += 1)}`,
@@ -274,6 +281,68 @@ describe('graph executor', () => {
       body: JSON.stringify({ puid: 'never', reward: 1 }),
     });
     expect(unknown.status).toBe(404);
+  });
+
+  it('runs a built-in router itself, on the state its Service shows; a reward counts once', async () => {
+    const key = `ns.builtin-${(counter += 1)}`;
+    // The router node's own Service, as the controller deploys it (same Redis name).
+    const service = await serve(
+      routerDefinition({
+        router: createRouter({
+          strategy: { kind: 'thompson' },
+          children: ['small', 'large'],
+          store: createRouteStore(redis.client, { node: key, puidTtlMs: 60_000 }),
+          uniform: Math.random,
+          normal: normal(Math.random),
+        }),
+        readiness: [],
+      }),
+    );
+    const url = (
+      await graph({
+        graph: 'ns/builtin',
+        root: 'pick',
+        nodes: [
+          {
+            name: 'pick',
+            kind: 'router',
+            router: { node: key, strategy: { kind: 'thompson' } },
+            children: [{ node: 'small' }, { node: 'large' }],
+          },
+          model('small', small),
+          model('large', large),
+        ],
+      })
+    ).url;
+    for (let i = 0; i < 3; i += 1)
+      expect((await predict(url, request, { 'mlgraph-puid': `b-${i}` })).status).toBe(200);
+    const arms = async () =>
+      (
+        (await (await fetch(`${service.url}/arms`)).json()) as {
+          children: Array<{ routed: number; rewarded: number }>;
+        }
+      ).children;
+    expect((await arms()).reduce((n, c) => n + c.routed, 0)).toBe(3);
+    // By HTTP twice, then as an event delivered twice: applied once.
+    const body = JSON.stringify({ puid: 'b-0', reward: 1 });
+    const post = () =>
+      fetch(`${url}/reward`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body,
+      });
+    expect(await (await post()).json()).toEqual({ puid: 'b-0', routers: { pick: 'applied' } });
+    expect(await (await post()).json()).toEqual({ puid: 'b-0', routers: { pick: 'duplicate' } });
+    for (let i = 0; i < 2; i += 1) {
+      const event = await postEvent(
+        url,
+        eventTypes.graphReward,
+        { puid: 'b-1', reward: 1 },
+        { 'ce-id': 'r-1' },
+      );
+      expect(event.status).toBe(202);
+    }
+    expect((await arms()).reduce((n, c) => n + c.rewarded, 0)).toBe(2);
   });
 
   it('rewards every router on a nested path, and none off it', async () => {
