@@ -24,7 +24,7 @@ import type { AsetScheduler } from '../../shared/aset/index.js';
 import { loadConfig } from '../../shared/config/index.js';
 import type { Env } from '../../shared/config/index.js';
 import { loadControllerConfig } from '../../shared/controller/index.js';
-import { desiredGraph } from '../../shared/controller/graph-desired.js';
+import { desiredGraph, graphLabels } from '../../shared/controller/graph-desired.js';
 import { labels, managerName } from '../../shared/controller/types.js';
 import { eventTypes } from '../../shared/events/index.js';
 import { loadUpstreamConfig } from '../../shared/status/index.js';
@@ -997,7 +997,7 @@ describe('Redis', () => {
     );
   });
 
-  it('admits connections only from the functions and the edge workers, which use it', () => {
+  it('admits connections only from the functions, the edge workers and graph Services, which use it', () => {
     const [policy, ...more] = ofKind('NetworkPolicy', 'networking.k8s.io/v1');
     expect(more, 'one NetworkPolicy').toEqual([]);
     const [d] = ofKind('Deployment');
@@ -1021,6 +1021,14 @@ describe('Redis', () => {
       {
         namespaceSelector: { matchLabels: { 'edgeai.io/redis-clients': 'enabled' } },
         podSelector: { matchLabels: { [labels.managedBy]: managerName, [labels.role]: 'edge' } },
+      },
+      // The Services of an MLGraph (executor, router and join nodes), which reconcile-tick labels.
+      {
+        namespaceSelector: { matchLabels: { 'edgeai.io/redis-clients': 'enabled' } },
+        podSelector: {
+          matchLabels: { [labels.managedBy]: managerName },
+          matchExpressions: [{ key: graphLabels.graph, operator: 'Exists' }],
+        },
       },
     ]);
     expect(rule!['ports']).toEqual([{ port: 'redis', protocol: 'TCP' }]);
