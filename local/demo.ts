@@ -6,9 +6,12 @@
  * held-out canvases and offloads the hard canvases to the cloud worker, the edge's reports come
  * back into the resource's status, a deleted worker comes back (self-healing), a spec update
  * rolls out, the aset-scheduler binds a stream, and deleting the resource removes its workers.
+ * Then an ML graph (demo-graph.ts): a router that learns from rewards which model answers better.
  */
 import type { KubeObject } from '../shared/k8s/index.js';
 import { detectCanvases } from './demo-detection.js';
+import { graphDemo } from './demo-graph.js';
+import type { GraphFigures } from './demo-graph.js';
 import type { DetectionFigures } from './demo-detection.js';
 import { readManifest, readiness, ready, startLocalStack, waitFor } from './stack.js';
 import type { LocalStack, LocalStackOptions } from './stack.js';
@@ -16,6 +19,8 @@ import type { LocalStack, LocalStackOptions } from './stack.js';
 interface DemoOptions extends Pick<LocalStackOptions, 'root' | 'bundle' | 'redisUrl'> {
   /** Held-out canvases sent to the edge worker. */
   images?: number;
+  /** Held-out digits sent through the ML graph (1,000). */
+  graphRequests?: number;
   say: (line: string) => void;
   /** Every process's and the Broker's lines, for `--verbose`. */
   trace?: (line: string) => void;
@@ -29,6 +34,8 @@ interface DemoResult extends DetectionFigures {
   reported: { inferenceNumber: number; hardExampleNumber: number };
   /** The same canvases after a spec update raised IBT's thresholdImg (more goes to the cloud). */
   updated: DetectionFigures;
+  /** The ML graph: the router's share of the cloud model before and after the rewards. */
+  graph: GraphFigures;
   seconds: number;
 }
 
@@ -279,11 +286,13 @@ async function runDemo(options: DemoOptions): Promise<DemoResult> {
     const updated = await traffic(at, n, 'updated');
     await bindStream(at);
     await cascade(at);
+    const graph = await graphDemo(at, options.root, options.graphRequests ?? 1_000);
     return {
       miner,
       ...figures,
       reported: counters,
       updated,
+      graph,
       seconds: (Date.now() - started) / 1000,
     };
   } finally {

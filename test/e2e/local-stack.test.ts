@@ -28,6 +28,7 @@ describe('the local stack', () => {
       root,
       bundle: join(outDir, 'serve.mjs'),
       images: 200,
+      graphRequests: 300,
       say: (line) => lines.push(line),
       // Before the test's own timeout: a slow run stops its processes instead of leaking them.
       signal: AbortSignal.timeout(150_000),
@@ -53,5 +54,15 @@ describe('the local stack', () => {
     // The spec update raised IBT's thresholdImg: the rolled-out edge finds more hard canvases.
     expect(text).toMatch(/update +IBT thresholdImg/);
     expect(result.updated.hard).toBeGreaterThan(result.hard);
+    // The ML graph sample: deployed by reconcile-tick, every prediction routed by the Thompson
+    // router and rewarded exactly once, and its Services deleted with it.
+    expect(text).toContain('mlgraph-digits.yaml, unchanged');
+    expect(text).toMatch(
+      /Ready: 4 nodes, url http:\/\/127\.0\.0\.1:\d+; Services digits, digits-answer, digits-pick/,
+    );
+    expect(result.graph.requests).toBe(300);
+    expect(result.graph.arms.reduce((n, a) => n + a.routed, 0)).toBe(300);
+    expect(result.graph.arms.reduce((n, a) => n + a.rewarded, 0)).toBe(300);
+    expect(text).toContain('its executor, router and join Services went with it');
   }, 180_000);
 });

@@ -1,0 +1,192 @@
+/**
+ * The ML graph part of `make demo`: knative/samples/mlgraph-digits.yaml applied unchanged (a
+ * Thompson router over the edge and cloud digit classifiers, their branches joined), held-out
+ * MNIST digits sent through the graph's URL, a reward for each (1 when the answer is right),
+ * and the router's share per child before and after; then the graph deleted and its Services
+ * seen gone. The two models are cloud-infer Services of the project's classifiers.
+ */
+import type { Kube, KubeObject } from '../shared/k8s/index.js';
+import { loadMnist } from '../shared/training/data.js';
+import { readManifest, readiness, ready, waitFor } from './stack.js';
+import type { LocalStack } from './stack.js';
+
+const ns = 'default';
+const graphName = 'digits';
+const sampleFile = 'knative/samples/mlgraph-digits.yaml';
+
+interface Step {
+  stack: LocalStack;
+  step: (line: string) => void;
+  wait: { signal?: AbortSignal };
+}
+
+interface GraphFigures {
+  requests: number;
+  /** Share of the requests the router sent to the cloud model, first and last window. */
+  cloudShare: { first: number; last: number };
+  /** Accuracy of the graph's answers, first and last window (percent). */
+  accuracy: { first: number; last: number };
+  /** The router Service's /arms at the end. */
+  arms: Array<{ name: string; routed: number; rewarded: number; meanReward: number | null }>;
+}
+
+/** A cloud-infer Knative Service serving one of the digit classifiers. */
+function modelService(root: URL, name: string, model: string, file: string): KubeObject {
+  return {
+    apiVersion: 'serving.knative.dev/v1',
+    kind: 'Service',
+    metadata: { name, namespace: ns },
+    spec: {
+      template: {
+        spec: {
+          containers: [
+            {
+              image: 'edgeai',
+              env: [
+                { name: 'FUNCTION_TARGET', value: 'cloud-infer' },
+                { name: 'MODEL_NAME', value: model },
+                { name: 'MODEL_URL', value: new URL(`models/${file}`, root).href },
+              ],
+            },
+          ],
+        },
+      },
+    },
+  };
+}
+
+const serviceRef = (name: string) => ({ kind: 'knativeService' as const, namespace: ns, name });
+const graphRef = { kind: 'mlGraph' as const, namespace: ns, name: graphName };
+
+async function whenReady(kube: Kube, name: string, wait: Step['wait']): Promise<void> {
+  await waitFor(
+    `${name} to become Ready`,
+    async () => (ready(await kube.get(serviceRef(name)).catch(() => undefined)) ? true : undefined),
+    { timeoutMs: 120_000, why: async () => readiness(await kube.get(serviceRef(name))), ...wait },
+  );
+}
+
+/** The two model Services, then the sample graph; resolves with the graph's URL. */
+async function deployGraph({ stack, step, wait }: Step, root: URL): Promise<string> {
+  for (const [name, model, file] of [
+    ['digits-edge', 'edge', 'edge.onnx'],
+    ['digits-cloud', 'cloud', 'cloud.onnx'],
+  ] as const) {
+    await stack.kube.create('knativeService', ns, modelService(root, name, model, file));
+  }
+  await Promise.all(['digits-edge', 'digits-cloud'].map((n) => whenReady(stack.kube, n, wait)));
+  step(
+    `graph          models ready: digits-edge (models/edge.onnx), digits-cloud (models/cloud.onnx)`,
+  );
+  await stack.kube.create('mlGraph', ns, readManifest(new URL(sampleFile, root), sampleFile));
+  step(`graph          applied MLGraph ${ns}/${graphName} (${sampleFile}, unchanged)`);
+  await waitFor(
+    `MLGraph ${graphName} to become Ready`,
+    async () => (ready(await stack.kube.get(graphRef)) ? true : undefined),
+    { timeoutMs: 120_000, why: async () => readiness(await stack.kube.get(graphRef)), ...wait },
+  );
+  const status = (await stack.kube.get(graphRef))['status'] as { url?: string; nodeCount?: number };
+  const services = await stack.kube.list('knativeService', { namespace: ns });
+  const owned = services.items
+    .filter((s) => s.metadata.labels?.['edgeai.io/mlgraph'] === graphName)
+    .map((s) => s.metadata.name);
+  step(
+    `graph          Ready: ${status.nodeCount ?? 0} nodes, url ${status.url ?? '?'}; Services ${owned.join(', ')}`,
+  );
+  return waitFor('the graph route', () => stack.urlOf(ns, graphName), wait);
+}
+
+const argmax = (values: readonly number[]) => values.indexOf(Math.max(...values));
+
+/** One digit through the graph, and its reward: which child answered, and whether right. */
+async function predictAndReward(url: string, pixels: number[], label: number) {
+  const answer = await fetch(`${url}/v2/models/${graphName}/infer`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({
+      inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 784], data: pixels }],
+    }),
+  });
+  if (answer.status !== 200)
+    throw new Error(`graph answered ${answer.status}: ${await answer.text()}`);
+  const puid = answer.headers.get('mlgraph-puid')!;
+  // The `any` join's answer: the one child's OIP answer under its name.
+  const joined = (await answer.json()) as {
+    inputs: Record<string, { outputs: Array<{ data: number[] }> }>;
+  };
+  const [child, oip] = Object.entries(joined.inputs)[0]!;
+  const right = argmax(oip.outputs[0]!.data) === label;
+  const rewarded = await fetch(`${url}/reward`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ puid, reward: right ? 1 : 0 }),
+  });
+  if (rewarded.status !== 200) throw new Error(`reward answered ${rewarded.status}`);
+  return { child, right };
+}
+
+/** Sends `n` held-out digits in windows, printing the router's share and accuracy per window. */
+async function learn({ stack, step }: Step, url: string, n: number, windows: number) {
+  const { test } = loadMnist();
+  const size = Math.floor(n / windows);
+  const perWindow: Array<{ cloud: number; right: number }> = [];
+  for (let w = 0; w < windows; w += 1) {
+    let cloud = 0;
+    let right = 0;
+    for (let i = w * size; i < (w + 1) * size; i += 1) {
+      const pixels = Array.from(test.x.subarray(i * 784, (i + 1) * 784));
+      const outcome = await predictAndReward(url, pixels, test.y[i]!);
+      if (outcome.child === 'cloud') cloud += 1;
+      if (outcome.right) right += 1;
+    }
+    perWindow.push({ cloud, right });
+    step(
+      `graph          requests ${w * size + 1}-${(w + 1) * size}: router sent ${cloud} to cloud, ${size - cloud} to edge (${((100 * cloud) / size).toFixed(0)}% cloud); answers right ${((100 * right) / size).toFixed(1)}%`,
+    );
+  }
+  const pick = await waitFor('the router Service', () => stack.urlOf(ns, `${graphName}-pick`), {});
+  const arms = ((await (await fetch(`${pick}/arms`)).json()) as { children: GraphFigures['arms'] })
+    .children;
+  for (const arm of arms) {
+    step(
+      `graph          arm ${arm.name.padEnd(6)} routed ${arm.routed}, rewarded ${arm.rewarded}, mean reward ${arm.meanReward?.toFixed(3) ?? '-'} (GET ${graphName}-pick /arms)`,
+    );
+  }
+  const share = (x: { cloud: number }) => x.cloud / size;
+  const accuracy = (x: { right: number }) => (100 * x.right) / size;
+  return {
+    requests: size * windows,
+    cloudShare: { first: share(perWindow[0]!), last: share(perWindow.at(-1)!) },
+    accuracy: { first: accuracy(perWindow[0]!), last: accuracy(perWindow.at(-1)!) },
+    arms,
+  };
+}
+
+/** Deletes the graph, waits for its Services to go, then removes the two model Services. */
+async function removeGraph({ stack, step, wait }: Step): Promise<void> {
+  await stack.kube.delete(graphRef);
+  await waitFor(
+    "the graph's Services to be deleted with it",
+    async () => {
+      const left = await stack.kube.list('knativeService', { namespace: ns });
+      return left.items.some((s) => s.metadata.labels?.['edgeai.io/mlgraph'] === graphName)
+        ? undefined
+        : true;
+    },
+    wait,
+  );
+  step(
+    `graph          deleted MLGraph ${graphName}: its executor, router and join Services went with it`,
+  );
+  for (const name of ['digits-edge', 'digits-cloud']) await stack.kube.delete(serviceRef(name));
+}
+
+async function graphDemo(at: Step, root: URL, n: number): Promise<GraphFigures> {
+  const url = await deployGraph(at, root);
+  const figures = await learn(at, url, n, 5);
+  await removeGraph(at);
+  return figures;
+}
+
+export { graphDemo };
+export type { GraphFigures };
