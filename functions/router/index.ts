@@ -5,6 +5,7 @@
 import { createHttpClient } from '../../shared/http/index.js';
 import type { FunctionFactory } from '../../shared/http/index.js';
 import {
+  createBuiltinOutliers,
   createBuiltinRouters,
   createExecutor,
   createPathStore,
@@ -20,8 +21,12 @@ import { redisReadiness, requireRedis } from '../../shared/redis/index.js';
 import { defineMetrics } from '../../shared/telemetry/index.js';
 import { normal } from '../../shared/random/index.js';
 
-const graphFactory: FunctionFactory = ({ config, telemetry }) => {
+const graphFactory: FunctionFactory = async ({ config, telemetry }) => {
   const settings = loadGraphConfig();
+  const outliers = await createBuiltinOutliers(settings.plan, {
+    root: settings.modelRoot,
+    cacheDir: settings.cacheDir,
+  });
   const redis = requireRedis(config.redis, 'router', telemetry.log);
   const metrics = defineMetrics(telemetry);
   const steps = metrics.histogram(
@@ -33,6 +38,7 @@ const graphFactory: FunctionFactory = ({ config, telemetry }) => {
   const client = createHttpClient();
   const executor = createExecutor({
     plan: settings.plan,
+    outliers,
     routers: createBuiltinRouters(settings.plan, {
       redis,
       puidTtlMs: settings.puidTtlMs,
@@ -44,7 +50,7 @@ const graphFactory: FunctionFactory = ({ config, telemetry }) => {
     now: () => performance.now(),
     observe: (node, outcome, seconds) => steps({ node, outcome }, seconds),
   });
-  return Promise.resolve({
+  return {
     definition: graphDefinition({
       name: settings.plan.graph.split('/')[1]!,
       executor,
@@ -55,7 +61,7 @@ const graphFactory: FunctionFactory = ({ config, telemetry }) => {
       redis.disconnect();
       return Promise.resolve();
     },
-  });
+  };
 };
 
 const factory: FunctionFactory = (runtime) => {

@@ -115,7 +115,9 @@ function planNode(node: GraphNode, graph: string, namespace: string): PlanNodeIn
     ...(node.kind === 'join'
       ? { join: { type: join?.type ?? 'inner', windowMs: join?.windowMs } }
       : {}),
-    ...(outlier?.threshold !== undefined ? { outlier: { threshold: outlier.threshold } } : {}),
+    ...(node.kind === 'outlier' && outlier !== undefined
+      ? { outlier: { threshold: outlier.threshold, reference: outlier.reference } }
+      : {}),
     data: node.data ?? 'parent',
     children: (node.children ?? []).map((edge) => ({
       node: edge.node,

@@ -117,14 +117,22 @@ const graphNode = z.object({
     .object({
       url: httpUrl
         .optional()
-        .describe('A scoring endpoint; default the built-in z-score detector.'),
+        .describe('Your own scorer: POST the request, answer {"score": n, "outlier": bool}.'),
+      reference: z
+        .string()
+        .regex(/^(file|https?):\/\/\S+$/, 'must be a file://, http:// or https:// URL')
+        .optional()
+        .describe(
+          'Or the built-in detector: a drift reference (as npm run models writes beside each model, models/*.drift.json).',
+        ),
       threshold: z
         .number()
         .min(0)
         .optional()
-        .describe('Score above which the input is an outlier.'),
+        .describe("Score above which the input is an outlier; default the reference's p99."),
     })
-    .optional(),
+    .optional()
+    .describe('kind outlier: scores the request and passes it on unchanged, the score with it.'),
   data: z
     .enum(['parent', 'request'])
     .optional()
@@ -208,7 +216,10 @@ const kindChecks: Record<GraphNode['kind'], (node: GraphNode, children: string[]
     node.join?.type === 'outer' && node.join.windowMs === undefined
       ? ['an outer join needs join.windowMs']
       : [],
-  outlier: () => [],
+  outlier: (node) =>
+    (node.outlier?.url === undefined) === (node.outlier?.reference === undefined)
+      ? ['an outlier node needs outlier with exactly one of url, reference']
+      : [],
 };
 
 function kindProblems(node: GraphNode): string[] {

@@ -37,8 +37,9 @@ const plannedNode = z
       .object({ type: z.enum(joinTypes).default('inner'), windowMs: z.number().int().optional() })
       .strict()
       .optional(),
+    /** An outlier node: its threshold, and for the built-in detector its drift reference. */
     outlier: z
-      .object({ threshold: z.number().min(0).optional() })
+      .object({ threshold: z.number().min(0).optional(), reference: z.string().optional() })
       .strict()
       .optional(),
     data: z.enum(['parent', 'request']).default('parent'),
@@ -65,6 +66,14 @@ const graphPlan = z
         // The kind's own settings are checked above; graphProblems needs a model's "where".
         ...(n.kind === 'model' ? { model: { name: n.model?.name ?? '', url: n.url } } : {}),
         ...(n.kind === 'transform' && n.url !== undefined ? { transform: { url: n.url } } : {}),
+        ...(n.kind === 'outlier'
+          ? {
+              outlier:
+                n.outlier?.reference === undefined
+                  ? { url: n.url }
+                  : { reference: n.outlier.reference },
+            }
+          : {}),
         ...(n.kind === 'join' ? { join: n.join } : {}),
         ...(n.kind === 'router' && n.router !== undefined
           ? { router: { strategy: n.router.strategy } }

@@ -19,6 +19,7 @@ import type { CallAnswer } from './node-call.js';
 import type { HttpSend } from '../http/index.js';
 import type { PathStore } from './path-store.js';
 import type { Router } from './router.js';
+import type { OutlierNode, OutlierScore } from './outlier-node.js';
 import { answerAsRequest, asJson, jsonHead, sendable } from './payload.js';
 import type { Payload } from './payload.js';
 
@@ -27,6 +28,8 @@ type StepOutcome = 'ok' | 'skipped' | 'failed';
 
 interface ExecutorDeps {
   plan: GraphPlan;
+  /** The built-in outlier nodes, by node. */
+  outliers: ReadonlyMap<string, OutlierNode>;
   /** The built-in routers, by node: run here, on the state their Services share. */
   routers: ReadonlyMap<string, Router>;
   send: HttpSend;
@@ -46,6 +49,8 @@ interface Prediction {
   ran: string[];
   /** A join handed out before all its inputs came (an outer join's window). */
   partial: boolean;
+  /** What the outlier nodes on the path said. */
+  outliers: Array<{ node: string } & OutlierScore>;
 }
 
 interface PredictOptions {
@@ -57,6 +62,12 @@ interface PredictOptions {
 
 const headerTimeout = 'mlgraph-timeout-ms';
 const headerRoutable = 'mlgraph-routable-nodes';
+const headerOutlier = 'mlgraph-outlier-score';
+
+/** `node=score` pairs, comma-separated: the header the scores travel in. */
+function outlierHeader(scores: ReadonlyArray<{ node: string; score: number }>): string {
+  return scores.map((s) => `${s.node}=${Number(s.score.toPrecision(6))}`).join(',');
+}
 
 /** One request's walk: the calls in flight, the run's state, and how it ends. */
 class GraphExecution {
@@ -65,6 +76,8 @@ class GraphExecution {
   private readonly abort = new AbortController();
   private readonly ran: string[] = [];
   private readonly windows = new Map<string, NodeJS.Timeout>();
+  /** Outlier scores so far: they travel with the request to every later hop and the answer. */
+  readonly outliers: Array<{ node: string } & OutlierScore> = [];
   /** The path as it grows, written while the rest of the graph runs; awaited before answering. */
   readonly recordings: Promise<void>[] = [];
   private inFlight = 0;
@@ -97,6 +110,7 @@ class GraphExecution {
       skipped: this.run.skipped(),
       ran: this.ran,
       partial: this.partial,
+      outliers: this.outliers,
     };
   }
 
@@ -158,6 +172,7 @@ class GraphExecution {
       return answer.status === 200 ? this.fired(node, answer.payload) : [];
     }
     if (node.kind === 'router') return this.route(node, step.edge, step.input);
+    if (node.kind === 'outlier') return this.scoreOutlier(node, step.edge, step.input);
     const path =
       node.kind === 'model'
         ? `v2/models/${encodeURIComponent(node.model!.name)}${node.model!.version === undefined ? '' : `/versions/${encodeURIComponent(node.model!.version)}`}/infer`
@@ -165,8 +180,30 @@ class GraphExecution {
     const input = node.kind === 'model' ? answerAsRequest(step.input) : step.input;
     const answer = await this.call(node, step.edge, path, sendable(input));
     this.ran.push(node.name);
-    // An outlier node scores; what it passes on is what it was given.
-    return this.run.completed(node.name, node.kind === 'outlier' ? step.input : answer.payload);
+    return this.run.completed(node.name, answer.payload);
+  }
+
+  /** An outlier node: the score goes with the request, which goes on unchanged. */
+  private async scoreOutlier(node: PlannedNode, edge: PlannedEdge | undefined, input: Payload) {
+    const builtin = this.deps.outliers.get(node.name);
+    let scored: OutlierScore;
+    if (builtin !== undefined) scored = builtin.score(input);
+    else {
+      const answer = await this.call(
+        node,
+        edge,
+        '',
+        sendable({ kind: 'json', value: jsonHead(input) }),
+      );
+      const body = (answer.payload.kind === 'json' ? answer.payload.value : undefined) as
+        { score?: unknown; outlier?: unknown } | undefined;
+      if (typeof body?.score !== 'number')
+        throw new StepFailure(502, 'the scorer answered no {"score": number}', false);
+      scored = { score: body.score, outlier: body.outlier === true };
+    }
+    this.outliers.push({ node: node.name, ...scored });
+    this.ran.push(node.name);
+    return this.run.completed(node.name, input);
   }
 
   private async route(node: PlannedNode, edge: PlannedEdge | undefined, input: Payload) {
@@ -254,6 +291,7 @@ class GraphExecution {
         ...message.headers,
         traceparent: this.traceparent,
         [names.puid]: this.puid,
+        ...(this.outliers.length === 0 ? {} : { [headerOutlier]: outlierHeader(this.outliers) }),
         [headerTimeout]: String(Math.max(0, Math.floor(this.deadline - this.deps.now()))),
       },
       signal: this.abort.signal,
@@ -382,5 +420,5 @@ async function rewardOne(
   }
 }
 
-export { createExecutor, headerTimeout };
+export { createExecutor, headerTimeout, headerOutlier, outlierHeader };
 export type { Executor, Prediction, StepOutcome };

@@ -1,4 +1,6 @@
 /** The router function in graph mode: its settings, read once at start-up (docs/mlgraph.md). */
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { z } from 'zod';
 import { readEnv } from '../config/index.js';
 import type { Env } from '../config/index.js';
@@ -8,6 +10,9 @@ import type { GraphPlan } from '../messages/graph-plan.js';
 
 const schema = z.object({
   MLGRAPH_GRAPH: z.string().min(1),
+  // Where a built-in outlier node's file:// reference may be, and where http(s) ones are kept.
+  MODEL_ROOT: z.string().optional(),
+  MODEL_CACHE_DIR: z.string().optional(),
   MLGRAPH_PUID_TTL_SECONDS: z.coerce.number().int().min(1).default(3_600),
 });
 
@@ -15,6 +20,8 @@ interface GraphConfig {
   plan: GraphPlan;
   /** How long a prediction's path is kept for its reward. */
   puidTtlMs: number;
+  modelRoot: string;
+  cacheDir: string;
 }
 
 /** Graph mode is on when MLGRAPH_GRAPH is set. */
@@ -37,7 +44,12 @@ function loadGraphConfig(env: Env = process.env): GraphConfig {
     );
     throw new ConfigError(`MLGRAPH_GRAPH: ${problems.join('; ')}`);
   }
-  return { plan: parsed.data, puidTtlMs: raw.MLGRAPH_PUID_TTL_SECONDS * 1000 };
+  return {
+    plan: parsed.data,
+    puidTtlMs: raw.MLGRAPH_PUID_TTL_SECONDS * 1000,
+    modelRoot: raw.MODEL_ROOT ?? join(process.cwd(), 'models'),
+    cacheDir: raw.MODEL_CACHE_DIR ?? join(tmpdir(), 'edgeai-models'),
+  };
 }
 
 export { inGraphMode, loadGraphConfig };

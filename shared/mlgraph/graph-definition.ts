@@ -12,7 +12,7 @@ import { eventTypes } from '../events/index.js';
 import { defineFunction, onEvent, onRawRequest, onRequest } from '../http/index.js';
 import type { Answer, FunctionDefinition, ReadinessCheck, RequestContext } from '../http/index.js';
 import { extensions, headers as names, parseMetadata, puid, reward } from '../messages/mlgraph.js';
-import { headerTimeout } from './executor.js';
+import { headerOutlier, headerTimeout, outlierHeader } from './executor.js';
 import type { Executor, Prediction } from './executor.js';
 import { asJson, payloadOf } from './payload.js';
 import type { Payload } from './payload.js';
@@ -33,6 +33,12 @@ function answerOf(prediction: Prediction): Answer {
     'mlgraph-nodes': prediction.ran.join(','),
     ...(prediction.skipped.length === 0 ? {} : { 'mlgraph-skipped': prediction.skipped.join(',') }),
     ...(prediction.partial ? { 'mlgraph-partial': 'true' } : {}),
+    ...(prediction.outliers.length === 0
+      ? {}
+      : {
+          [headerOutlier]: outlierHeader(prediction.outliers),
+          'mlgraph-outlier': String(prediction.outliers.some((o) => o.outlier)),
+        }),
   };
   const { answer } = prediction;
   if (answer.kind === 'json') return { kind: 'json', body: answer.value, headers };

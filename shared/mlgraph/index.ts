@@ -12,3 +12,4 @@ export { inGraphMode, loadGraphConfig } from './graph-config.js';
 export { graphDefinition } from './graph-definition.js';
 export { createPathStore } from './path-store.js';
 export { createBuiltinRouters } from './builtin-routers.js';
+export { createBuiltinOutliers } from './outlier-node.js';

@@ -174,7 +174,12 @@ describe('desiredGraph', () => {
           model: { name: 'x', url: 'https://oip.example' },
           children: [{ node: 'j' }],
         },
-        { name: 'odd', kind: 'outlier', outlier: { threshold: 3 }, children: [{ node: 'j' }] },
+        {
+          name: 'odd',
+          kind: 'outlier',
+          outlier: { threshold: 3, url: 'http://scorer.example' },
+          children: [{ node: 'j' }],
+        },
         { name: 'j', kind: 'join', join: { type: 'outer', windowMs: 250 } },
       ],
     };
@@ -187,7 +192,7 @@ describe('desiredGraph', () => {
     expect(byName['pick']?.url).toBe('https://mine.example/route');
     expect(byName['m']?.url).toBe('https://oip.example');
     expect(byName['odd']).toMatchObject({ outlier: { threshold: 3 } });
-    expect(byName['odd']?.url).toBeUndefined();
+    expect(byName['odd']?.url).toBe('http://scorer.example');
     expect(byName['j']).toMatchObject({ join: { type: 'outer', windowMs: 250 } });
   });
 

@@ -6,12 +6,14 @@
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { eventTypes } from '../../../shared/events/index.js';
 import { buildServer, createHttpClient } from '../../../shared/http/index.js';
 import type { FunctionDefinition } from '../../../shared/http/index.js';
 import { graphPlan } from '../../../shared/messages/graph-plan.js';
 import {
+  createBuiltinOutliers,
   createBuiltinRouters,
   createExecutor,
   createJoinStore,
@@ -25,6 +27,7 @@ import {
 } from '../../../shared/mlgraph/index.js';
 import type { Strategy } from '../../../shared/crds/route-strategy.js';
 import { normal } from '../../../shared/random/index.js';
+import { loadMnist } from '../../../shared/training/data.js';
 import { capturedTelemetry, listen, postEvent } from '../../support/http.js';
 import type { Listening } from '../../support/http.js';
 import { testRedis } from '../../support/redis.js';
@@ -106,6 +109,7 @@ async function fakeModel(name: string, offset: number): Promise<FakeModel> {
   return Object.assign(await listen(server), { name, calls, behaviour });
 }
 
+const modelRoot = fileURLToPath(new URL('../../../models', import.meta.url));
 const request = { inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 2], data: [1, 2] }] };
 
 describe('graph executor', () => {
@@ -151,6 +155,7 @@ describe('graph executor', () => {
     const parsed = graphPlan.parse(plan);
     const executor = createExecutor({
       plan: parsed,
+      outliers: await createBuiltinOutliers(parsed, { root: modelRoot, cacheDir: modelRoot }),
       routers: createBuiltinRouters(parsed, {
         redis: redis.client,
         puidTtlMs: 60_000,
@@ -636,6 +641,45 @@ describe('graph executor', () => {
     } finally {
       large.behaviour.delayMs = undefined;
     }
+  });
+
+  it('scores the request at an outlier node; the score travels with it to the next hops and the answer', async () => {
+    const url = (
+      await graph({
+        graph: 'ns/outlier',
+        root: 'odd',
+        nodes: [
+          {
+            name: 'odd',
+            kind: 'outlier',
+            outlier: { reference: pathToFileURL(`${modelRoot}/edge.drift.json`).href },
+            children: [{ node: 'small' }],
+          },
+          model('small', small),
+        ],
+      })
+    ).url;
+    const { test } = loadMnist();
+    const digit = Array.from(test.x.subarray(0, 784));
+    const noise = digit.map((_, i) => ((i * 7919) % 97) / 97);
+    const send = (data: number[]) =>
+      predict(url, { inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 784], data }] });
+    const clean = await send(digit);
+    expect(clean.status).toBe(200);
+    expect(clean.headers.get('mlgraph-outlier')).toBe('false');
+    const score = (answer: Response) =>
+      Number(/^odd=(.+)$/.exec(answer.headers.get('mlgraph-outlier-score')!)![1]);
+    // The model after it was told the score.
+    expect(small.calls.at(-1)!.headers['mlgraph-outlier-score']).toBe(
+      clean.headers.get('mlgraph-outlier-score'),
+    );
+    const shifted = await send(noise);
+    expect(shifted.headers.get('mlgraph-outlier')).toBe('true');
+    expect(score(shifted)).toBeGreaterThan(10 * score(clean));
+    // What it scores must be in the request: a 400 naming the input.
+    const wrong = await predict(url);
+    expect(wrong.status).toBe(400);
+    expect(((await wrong.json()) as { error: { message: string } }).error.message).toMatch(/input/);
   });
 
   /** A proxy that answers `target`'s answers `delayMs` late. */
