@@ -13,7 +13,7 @@ import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 interface HttpAnswer {
   status: number;
   /** A response header, lower-case name; the first value when repeated. */
-  header(name: string): string | undefined;
+  header(this: void, name: string): string | undefined;
   body: Buffer;
 }
 
