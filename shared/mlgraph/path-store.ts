@@ -8,7 +8,7 @@
 import { hashTag, key, luaScript, runScript } from '../redis/index.js';
 import type { RedisClient } from '../redis/index.js';
 
-// One key, so one slot on a cluster; the set and its expiry change together.
+// One key: the set and its expiry change together.
 const recordScript = luaScript(
   1,
   `for i = 2, #ARGV do redis.call('SADD', KEYS[1], ARGV[i]) end
@@ -23,8 +23,9 @@ interface PathStore {
 }
 
 function createPathStore(redis: RedisClient, options: { graph: string; ttlMs: number }): PathStore {
-  const t = hashTag(`mlgraph-graph:${options.graph}`);
-  const pathKey = (puid: string) => key('mlgraph', t, 'path', puid);
+  // One key per prediction, its own slot on a cluster: a busy graph's paths spread out.
+  const pathKey = (puid: string) =>
+    key('mlgraph', hashTag(`path:${options.graph}:${puid}`), 'path');
   return {
     async record(puid, routers) {
       if (routers.length === 0) return;
