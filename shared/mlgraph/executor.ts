@@ -20,7 +20,16 @@ import type { HttpSend } from '../http/index.js';
 import type { PathStore } from './path-store.js';
 import type { Router } from './router.js';
 import type { OutlierNode, OutlierScore } from './outlier-node.js';
-import { answerAsRequest, asJson, jsonHead, sendable } from './payload.js';
+import {
+  answerAsRequest,
+  asJson,
+  headText,
+  jsonHead,
+  jsonPayload,
+  jsonText,
+  sendable,
+} from './payload.js';
+import { learns } from './strategies.js';
 import type { Payload } from './payload.js';
 
 /** How a step ended, for the per-node metrics. */
@@ -180,6 +189,7 @@ class GraphExecution {
     const input = node.kind === 'model' ? answerAsRequest(step.input) : step.input;
     const answer = await this.call(node, step.edge, path, sendable(input));
     this.ran.push(node.name);
+    if (node.kind === 'model') answer.payload.answer = true;
     return this.run.completed(node.name, answer.payload);
   }
 
@@ -189,12 +199,10 @@ class GraphExecution {
     let scored: OutlierScore;
     if (builtin !== undefined) scored = builtin.score(input);
     else {
-      const answer = await this.call(
-        node,
-        edge,
-        '',
-        sendable({ kind: 'json', value: jsonHead(input) }),
-      );
+      const answer = await this.call(node, edge, '', {
+        body: headText(input),
+        headers: { 'content-type': 'application/json' },
+      });
       const body = (answer.payload.kind === 'json' ? answer.payload.value : undefined) as
         { score?: unknown; outlier?: unknown } | undefined;
       if (typeof body?.score !== 'number')
@@ -209,14 +217,20 @@ class GraphExecution {
   private async route(node: PlannedNode, edge: PlannedEdge | undefined, input: Payload) {
     const builtin = this.deps.routers.get(node.name);
     if (builtin !== undefined) {
-      const { route } = await builtin.predict({ puid: this.puid, body: jsonHead(input) });
+      // Only conditions read the body: the others need not parse it.
+      const reads = node.router?.strategy.kind === 'condition';
+      const { route } = await builtin.predict({
+        puid: this.puid,
+        body: reads ? jsonHead(input) : undefined,
+      });
       this.ran.push(node.name);
-      this.recordPath(node.name);
+      // A router that does not learn ignores rewards: nothing to keep for them.
+      if (learns(node.router!.strategy)) this.recordPath(node.name);
       return this.run.completed(node.name, input, route);
     }
     const children = node.children.map((c) => c.node);
     const answer = await this.call(node, edge, 'predict', {
-      body: JSON.stringify(jsonHead(input) ?? null),
+      body: headText(input),
       headers: { 'content-type': 'application/json', [headerRoutable]: children.join(',') },
     });
     const route = (answer.header(names.route) ?? '').split(',').filter((c) => c !== '');
@@ -231,7 +245,7 @@ class GraphExecution {
   private async joinInput(node: PlannedNode, step: Extract<Step<Payload>, { kind: 'join-input' }>) {
     if (node.join?.type === 'outer' && !this.windows.has(node.name)) this.openWindow(node);
     const answer = await this.call(node, step.edge, 'predict', {
-      body: JSON.stringify(asJson(step.input) ?? null),
+      body: jsonText(step.input),
       headers: {
         'content-type': 'application/json',
         [names.source]: step.from,
@@ -313,10 +327,7 @@ class GraphExecution {
         502,
       );
     }
-    return {
-      kind: 'json',
-      value: Object.fromEntries([...results].map(([n, p]) => [n, asJson(p)])),
-    };
+    return jsonPayload(Object.fromEntries([...results].map(([n, p]) => [n, asJson(p)])));
   }
 }
 

@@ -14,7 +14,7 @@ import type { Answer, FunctionDefinition, ReadinessCheck, RequestContext } from 
 import { extensions, headers as names, parseMetadata, puid, reward } from '../messages/mlgraph.js';
 import { headerOutlier, headerTimeout, outlierHeader } from './executor.js';
 import type { Executor, Prediction } from './executor.js';
-import { asJson, payloadOf } from './payload.js';
+import { asJson, jsonPayload, payloadOf } from './payload.js';
 import type { Payload } from './payload.js';
 import { eventPuid } from './router-definition.js';
 
@@ -41,6 +41,9 @@ function answerOf(prediction: Prediction): Answer {
         }),
   };
   const { answer } = prediction;
+  // The bytes as the last node sent them, when they came from one.
+  if (answer.kind === 'json' && answer.raw !== undefined)
+    return { kind: 'bytes', contentType: 'application/json', body: answer.raw, headers };
   if (answer.kind === 'json') return { kind: 'json', body: answer.value, headers };
   return {
     kind: 'bytes',
@@ -63,10 +66,10 @@ function graphEvents(deps: { name: string; executor: Executor }) {
         const given =
           parseMetadata(puid.optional(), event.extensions[extensions.puid], extensions.puid) ??
           eventPuid(event.source, event.id);
-        const prediction = await executor.predict(
-          { kind: 'json', value: data },
-          { puid: given, traceparent: ctx.traceparent },
-        );
+        const prediction = await executor.predict(jsonPayload(data), {
+          puid: given,
+          traceparent: ctx.traceparent,
+        });
         return {
           kind: 'reply',
           event: {

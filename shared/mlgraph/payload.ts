@@ -5,13 +5,51 @@
  * on its way through the graph. Routers, joiners and outlier scorers read JSON: they get the
  * JSON header of a binary body (a router's conditions read `parameters`), or, where the tensors
  * themselves matter (a join's inputs), the answer with its tensors decoded into JSON data.
+ * A JSON body is parsed only when something reads it (a model node forwards the bytes it got):
+ * an MNIST digit is 6 kB of numbers, and parsing and printing it again cost more than the hop.
  */
 import { ValidationError } from '../errors/index.js';
 import { formatInferResponse, parseInferResponse } from '../inference/protocol.js';
 
-type Payload =
-  | { kind: 'json'; value: unknown }
-  | { kind: 'binary'; bytes: Buffer; headerLength: number; contentType: string };
+type Payload = (
+  | {
+      kind: 'json';
+      /** The bytes as received, when it was received (sent on as they are). */
+      readonly raw: Buffer | undefined;
+      /** The parsed body; parsed on first read. */
+      readonly value: unknown;
+    }
+  | { kind: 'binary'; bytes: Buffer; headerLength: number; contentType: string }
+) & {
+  /** A model's answer (so a model after it gets it as a request: `answerAsRequest`). */
+  answer?: boolean;
+};
+
+/** A JSON payload made here. */
+function jsonPayload(value: unknown): Payload {
+  return { kind: 'json', raw: undefined, value };
+}
+
+/** A JSON payload from its bytes, parsed when first read; ValidationError when it is not JSON. */
+function jsonBytes(raw: Buffer): Payload {
+  let parsed: { value: unknown } | undefined;
+  return {
+    kind: 'json',
+    raw,
+    get value() {
+      if (parsed === undefined) {
+        try {
+          parsed = {
+            value: raw.length === 0 ? undefined : (JSON.parse(raw.toString('utf8')) as unknown),
+          };
+        } catch {
+          throw new ValidationError('body: not JSON (and no Inference-Header-Content-Length)');
+        }
+      }
+      return parsed.value;
+    },
+  };
+}
 
 const headerLengthName = 'inference-header-content-length';
 
@@ -34,19 +72,14 @@ function payloadOf(
       contentType: contentType ?? 'application/octet-stream',
     };
   }
-  if (bytes.length === 0) return { kind: 'json', value: undefined };
-  try {
-    return { kind: 'json', value: JSON.parse(bytes.toString('utf8')) as unknown };
-  } catch {
-    throw new ValidationError('body: not JSON (and no Inference-Header-Content-Length)');
-  }
+  return jsonBytes(bytes);
 }
 
 /** The body and headers to send a payload with. */
 function sendable(payload: Payload): { body: Buffer | string; headers: Record<string, string> } {
   if (payload.kind === 'json') {
     return {
-      body: JSON.stringify(payload.value ?? null),
+      body: payload.raw ?? JSON.stringify(payload.value ?? null),
       headers: { 'content-type': 'application/json' },
     };
   }
@@ -90,11 +123,24 @@ function asJson(payload: Payload): unknown {
   return JSON.parse(answer.header) as unknown;
 }
 
+/** The JSON part as text: a JSON body's bytes as received, or a binary body's header. */
+function headText(payload: Payload): Buffer | string {
+  if (payload.kind === 'json') return payload.raw ?? JSON.stringify(payload.value ?? null);
+  return payload.bytes.subarray(0, payload.headerLength);
+}
+
+/** The whole payload as JSON text (a binary answer's tensors decoded). */
+function jsonText(payload: Payload): Buffer | string {
+  if (payload.kind === 'json') return headText(payload);
+  return JSON.stringify(asJson(payload) ?? null);
+}
+
 /**
  * A model's answer as the next model's request (a sequence): its `outputs` become `inputs`,
  * tensor for tensor, binary bytes untouched. Anything else goes as it is.
  */
 function answerAsRequest(payload: Payload): Payload {
+  if (payload.answer !== true) return payload;
   const head = jsonHead(payload);
   if (typeof head !== 'object' || head === null || !('outputs' in head) || 'inputs' in head)
     return payload;
@@ -105,7 +151,7 @@ function answerAsRequest(payload: Payload): Payload {
     ...rest
   } = head as Record<string, unknown>;
   const request = { ...rest, inputs: outputs };
-  if (payload.kind === 'json') return { kind: 'json', value: request };
+  if (payload.kind === 'json') return jsonPayload(request);
   const header = Buffer.from(JSON.stringify(request));
   return {
     kind: 'binary',
@@ -115,5 +161,15 @@ function answerAsRequest(payload: Payload): Payload {
   };
 }
 
-export { payloadOf, sendable, jsonHead, asJson, answerAsRequest, headerLengthName };
+export {
+  payloadOf,
+  jsonPayload,
+  sendable,
+  jsonHead,
+  headText,
+  jsonText,
+  asJson,
+  answerAsRequest,
+  headerLengthName,
+};
 export type { Payload };
