@@ -223,9 +223,8 @@ class GraphExecution {
         puid: this.puid,
         body: reads ? jsonHead(input) : undefined,
       });
+      // A built-in router keeps each prediction's route itself, where its reward finds it.
       this.ran.push(node.name);
-      // A router that does not learn ignores rewards: nothing to keep for them.
-      if (learns(node.router!.strategy)) this.recordPath(node.name);
       return this.run.completed(node.name, input, route);
     }
     const children = node.children.map((c) => c.node);
@@ -340,6 +339,10 @@ interface Executor {
 function createExecutor(deps: ExecutorDeps): Executor {
   const newPuid = deps.newPuid ?? randomUUID;
   const byName = new Map(deps.plan.nodes.map((n) => [n.name, n]));
+  const learning = [...deps.routers].filter(([name]) => {
+    const strategy = byName.get(name)?.router?.strategy;
+    return strategy !== undefined && learns(strategy);
+  });
   return {
     async predict(request, options) {
       const budget = Math.min(deps.plan.timeoutMs, options.timeoutMs ?? Infinity);
@@ -357,18 +360,22 @@ function createExecutor(deps: ExecutorDeps): Executor {
       return prediction;
     },
     async reward(puid, reward) {
-      const routers = await deps.paths.routers(puid);
-      if (routers.length === 0)
+      // A built-in learning router that knows the prediction was on its path (it keeps each
+      // prediction's route); the routers of your own on it were written down.
+      const [here, remote] = await Promise.all([
+        Promise.all(learning.map(([name, router]) => rewardHere(router, name, puid, reward))),
+        deps.paths.routers(puid),
+      ]);
+      const outcomes = [
+        ...here.filter((o) => o.outcome !== 'unknown'),
+        ...(await Promise.all(
+          remote.map((name) => rewardOne(deps, byName.get(name), puid, reward)),
+        )),
+      ];
+      if (outcomes.length === 0)
         throw new NotFoundError(
-          `prediction ${puid} is unknown here: no router on its path, or it expired`,
+          `prediction ${puid} is unknown here: no router that learns was on its path, or it expired`,
         );
-      const outcomes = await Promise.all(
-        routers.map((name) =>
-          deps.routers.has(name)
-            ? rewardHere(deps.routers.get(name)!, name, puid, reward)
-            : rewardOne(deps, byName.get(name), puid, reward),
-        ),
-      );
       const failed = outcomes.filter((o) => o.failed);
       if (failed.length > 0) {
         // Retrying is safe: the routers that took it answer "duplicate".
