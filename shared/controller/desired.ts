@@ -54,12 +54,16 @@ const maxLabelValueLength = 63;
 
 const workerPort = 8080;
 
-function ownerReference(service: ServiceObject) {
+/** The controller's reference from what it deploys to the resource that owns it (cascade). */
+function ownerReference(
+  kind: typeof kinds.jointInferenceService | typeof kinds.mlGraph,
+  owner: KubeObject,
+) {
   return {
-    apiVersion: apiVersion(kinds.jointInferenceService),
-    kind: kinds.jointInferenceService.kind,
-    name: service.metadata.name,
-    uid: service.metadata.uid ?? '',
+    apiVersion: apiVersion(kind),
+    kind: kind.kind,
+    name: owner.metadata.name,
+    uid: owner.metadata.uid ?? '',
     controller: true,
     blockOwnerDeletion: true,
   };
@@ -223,7 +227,7 @@ function workerService(
       namespace,
       labels: serviceLabels,
       annotations: { [annotations.generation]: String(service.metadata.generation ?? 0) },
-      ownerReferences: [ownerReference(service)],
+      ownerReferences: [ownerReference(kinds.jointInferenceService, service)],
     },
     spec: {
       template: {
@@ -344,5 +348,5 @@ function desiredState(
   };
 }
 
-export { desiredState, placementNodes, maxServiceNameLength, dns1035Label };
+export { desiredState, placementNodes, maxServiceNameLength, dns1035Label, ownerReference };
 export type { Desired, WorkerSettings };

@@ -11,7 +11,7 @@ import { apiVersion, kinds } from '../k8s/index.js';
 import type { KubeObject } from '../k8s/index.js';
 // MLGRAPH_GRAPH is a contract with the executor, which parses it with this same schema.
 import { graphPlan } from '../messages/graph-plan.js';
-import { dns1035Label } from './desired.js';
+import { dns1035Label, ownerReference } from './desired.js';
 import type { WorkerSettings } from './desired.js';
 import { annotations, labels, managerName, workerName } from './types.js';
 
@@ -139,17 +139,6 @@ function graphPlanOf(graph: GraphObject, spec: MLGraphSpec): PlanInput {
   };
 }
 
-function graphOwner(graph: GraphObject) {
-  return {
-    apiVersion: apiVersion(kinds.mlGraph),
-    kind: kinds.mlGraph.kind,
-    name: graph.metadata.name,
-    uid: graph.metadata.uid ?? '',
-    controller: true,
-    blockOwnerDeletion: true,
-  };
-}
-
 /** One Service of the graph; `node` is the executor's or a node's name. */
 function graphService(
   graph: GraphObject,
@@ -176,7 +165,7 @@ function graphService(
       namespace,
       labels: serviceLabels,
       annotations: { [annotations.generation]: String(graph.metadata.generation ?? 0) },
-      ownerReferences: [graphOwner(graph)],
+      ownerReferences: [ownerReference(kinds.mlGraph, graph)],
     },
     spec: {
       template: {

@@ -25,13 +25,12 @@ const joinTypes = ['inner', 'any', 'outer'] as const;
 const maxGraphDepth = 16;
 const maxGraphNodes = 32;
 
+/** A duration in milliseconds, up to ten minutes. */
+const milliseconds = z.number().int().min(1).max(600_000);
+
 const graphEdge = z.object({
   node: nodeName.describe('A node of this graph.'),
-  timeoutMs: z
-    .number()
-    .int()
-    .min(1)
-    .max(600_000)
+  timeoutMs: milliseconds
     .optional()
     .describe("Deadline of each call to that node, within the request's remaining budget."),
   retries: z
@@ -106,7 +105,7 @@ const graphNode = z.object({
         .describe(
           'inner (default): every route taken; any: the first input; outer: what arrives within windowMs, marked partial.',
         ),
-      windowMs: z.number().int().min(1).max(600_000).optional().describe('outer: the window.'),
+      windowMs: milliseconds.optional().describe('outer: the window.'),
       url: httpUrl
         .optional()
         .describe('Your own joiner (the join contract) instead of a deployed one.'),
@@ -143,11 +142,7 @@ const graphNode = z.object({
 const mlGraphSpec = z.object({
   root: nodeName.describe('The node a request enters by.'),
   nodes: z.array(graphNode).min(1).max(maxGraphNodes),
-  timeoutMs: z
-    .number()
-    .int()
-    .min(1)
-    .max(600_000)
+  timeoutMs: milliseconds
     .optional()
     .describe('Budget of one request through the whole graph; default 30000.'),
 });

@@ -202,28 +202,32 @@ describe('graph executor', () => {
     children,
   });
 
-  it('runs an ensemble: both models at once, their answers joined', async () => {
+  /** A router of its own (`fork`, static) to both models, their answers joined (`both`). */
+  const ensemble = async (name: string, join: object, largeEdge: object = {}): Promise<string> => {
     const fork = await routerNode(['small', 'large'], { kind: 'static' });
-    const join = await joinNode();
+    const joiner = await joinNode();
+    const plan = {
+      graph: `ns/${name}`,
+      root: 'fork',
+      nodes: [
+        {
+          name: 'fork',
+          kind: 'router',
+          url: fork.url,
+          children: [{ node: 'small' }, { node: 'large', ...largeEdge }],
+        },
+        model('small', small, [{ node: 'both' }]),
+        model('large', large, [{ node: 'both' }]),
+        { name: 'both', kind: 'join', url: joiner.url, join },
+      ],
+    };
+    return (await graph(plan)).url;
+  };
+
+  it('runs an ensemble: both models at once, their answers joined', async () => {
     small.behaviour.delayMs = 100;
     large.behaviour.delayMs = 100;
-    const url = (
-      await graph({
-        graph: 'ns/ensemble',
-        root: 'fork',
-        nodes: [
-          {
-            name: 'fork',
-            kind: 'router',
-            url: fork.url,
-            children: [{ node: 'small' }, { node: 'large' }],
-          },
-          model('small', small, [{ node: 'both' }]),
-          model('large', large, [{ node: 'both' }]),
-          { name: 'both', kind: 'join', url: join.url, join: { type: 'inner' } },
-        ],
-      })
-    ).url;
+    const url = await ensemble('ensemble', { type: 'inner' });
     const answer = await predict(url);
     small.behaviour.delayMs = undefined;
     large.behaviour.delayMs = undefined;
@@ -457,25 +461,7 @@ describe('graph executor', () => {
   });
 
   it('skips a Soft step and says so; the join completes with what came', async () => {
-    const fork = await routerNode(['small', 'large'], { kind: 'static' });
-    const join = await joinNode();
-    const url = (
-      await graph({
-        graph: 'ns/soft',
-        root: 'fork',
-        nodes: [
-          {
-            name: 'fork',
-            kind: 'router',
-            url: fork.url,
-            children: [{ node: 'small' }, { node: 'large', dependency: 'Soft' }],
-          },
-          model('small', small, [{ node: 'both' }]),
-          model('large', large, [{ node: 'both' }]),
-          { name: 'both', kind: 'join', url: join.url },
-        ],
-      })
-    ).url;
+    const url = await ensemble('soft', {}, { dependency: 'Soft' });
     large.behaviour.fail = { status: 503, times: 1 };
     const answer = await predict(url);
     expect(answer.status).toBe(200);
@@ -609,27 +595,9 @@ describe('graph executor', () => {
   });
 
   it('hands out an outer join when its window ends, marked partial', async () => {
-    const fork = await routerNode(['small', 'large'], { kind: 'static' });
-    const join = await joinNode(30_000);
     large.behaviour.delayMs = 1_000;
     try {
-      const url = (
-        await graph({
-          graph: 'ns/outer',
-          root: 'fork',
-          nodes: [
-            {
-              name: 'fork',
-              kind: 'router',
-              url: fork.url,
-              children: [{ node: 'small' }, { node: 'large' }],
-            },
-            model('small', small, [{ node: 'both' }]),
-            model('large', large, [{ node: 'both' }]),
-            { name: 'both', kind: 'join', url: join.url, join: { type: 'outer', windowMs: 200 } },
-          ],
-        })
-      ).url;
+      const url = await ensemble('outer', { type: 'outer', windowMs: 200 });
       const started = performance.now();
       const answer = await predict(url);
       expect(answer.status).toBe(200);
