@@ -67,6 +67,13 @@ function crd(options: CrdOptions) {
   };
 }
 
+/** The Ready condition's status, every kind's first column. */
+const readyColumn = {
+  name: 'Ready',
+  type: 'string',
+  jsonPath: '.status.conditions[?(@.type=="Ready")].status',
+};
+
 /** The CRDs, by file name under knative/crds/. */
 function customResourceDefinitions(): Record<string, unknown> {
   return {
@@ -77,11 +84,7 @@ function customResourceDefinitions(): Record<string, unknown> {
       spec: jointInferenceServiceSpec,
       status: jointInferenceServiceStatus,
       columns: [
-        {
-          name: 'Ready',
-          type: 'string',
-          jsonPath: '.status.conditions[?(@.type=="Ready")].status',
-        },
+        readyColumn,
         { name: 'Edge', type: 'string', jsonPath: '.status.edgeWorkerState' },
         { name: 'Cloud', type: 'string', jsonPath: '.status.cloudWorkerState' },
         { name: 'Uploaded', type: 'integer', jsonPath: '.status.uploadCount' },
@@ -118,11 +121,7 @@ function customResourceDefinitions(): Record<string, unknown> {
       spec: mlGraphSpec,
       status: mlGraphStatus,
       columns: [
-        {
-          name: 'Ready',
-          type: 'string',
-          jsonPath: '.status.conditions[?(@.type=="Ready")].status',
-        },
+        readyColumn,
         { name: 'Nodes', type: 'integer', jsonPath: '.status.nodeCount' },
         { name: 'URL', type: 'string', jsonPath: '.status.url' },
         { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },

@@ -8,6 +8,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDevBroker, loadEventing } from '../../../local/broker/index.js';
 import { eventTypes } from '../../../shared/events/index.js';
 import { buildServer, createHttpClient } from '../../../shared/http/index.js';
 import type { FunctionDefinition } from '../../../shared/http/index.js';
@@ -592,6 +593,59 @@ describe('graph executor', () => {
     expect(answer.headers.get('ce-type')).toBe(eventTypes.graphCompleted);
     expect(answer.headers.get('ce-mlgraphpuid')).toMatch(/^ce-/);
     expect(await answer.json()).toMatchObject({ outputs: [{ data: [13] }] });
+  });
+
+  it('runs from the Broker: a predict event in, a completed event out to its Trigger', async () => {
+    const url = (
+      await graph({ graph: 'ns/brokered', root: 'small', nodes: [model('small', small)] })
+    ).url;
+    const heard: Array<{ headers: IncomingHttpHeaders; body: string }> = [];
+    const listener = await listen(
+      createServer((req, res) => {
+        const chunks: Buffer[] = [];
+        req.on('data', (c: Buffer) => chunks.push(c));
+        req.on('end', () => {
+          heard.push({ headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+          res.writeHead(202).end();
+        });
+      }),
+    );
+    servers.push(listener);
+    const trigger = (name: string, type: string, subscriber: string) => `---
+apiVersion: eventing.knative.dev/v1
+kind: Trigger
+metadata: { name: ${name}, namespace: ns }
+spec:
+  broker: default
+  filter: { attributes: { type: ${type} } }
+  subscriber: { ref: { apiVersion: serving.knative.dev/v1, kind: Service, name: ${subscriber} } }
+`;
+    const broker = createDevBroker({
+      manifests: loadEventing([
+        'apiVersion: eventing.knative.dev/v1\nkind: Broker\nmetadata: { name: default, namespace: ns }\n' +
+          trigger('predict', eventTypes.graphPredict, 'brokered') +
+          trigger('completed', eventTypes.graphCompleted, 'listener'),
+      ]),
+      resolve: (ref) => ({ brokered: url, listener: listener.url })[ref.name],
+    });
+    const ingress = `${await broker.listen()}/ns/default`;
+    try {
+      // Sent twice (a redelivery): one prediction, the same completed event both times.
+      for (let i = 0; i < 2; i += 1)
+        expect(
+          (await postEvent(ingress, eventTypes.graphPredict, request, { 'ce-id': 'b-1' })).status,
+        ).toBe(202);
+      await broker.idle();
+    } finally {
+      await broker.close();
+    }
+    expect(heard).toHaveLength(2);
+    expect(heard.map((h) => h.headers['ce-type'])).toEqual([
+      eventTypes.graphCompleted,
+      eventTypes.graphCompleted,
+    ]);
+    expect(heard[0]!.headers['ce-id']).toBe(heard[1]!.headers['ce-id']);
+    expect(JSON.parse(heard[0]!.body)).toMatchObject({ outputs: [{ data: [13] }] });
   });
 
   it('hands out an outer join when its window ends, marked partial', async () => {
