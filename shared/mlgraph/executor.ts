@@ -110,7 +110,9 @@ class GraphExecution {
     try {
       await done;
     } finally {
-      this.abort.abort();
+      // Calls still out (a failed step's siblings, a late input) stop now. Only then: an abort
+      // costs an exception object and an event on every request otherwise.
+      if (this.inFlight > 0) this.abort.abort();
       for (const timer of this.windows.values()) clearTimeout(timer);
     }
     return {
