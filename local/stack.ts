@@ -227,7 +227,8 @@ function checkManifests(root: URL): void {
 /**
  * The local "cluster": Nodes edge0 and solar-corona-cloud with their report tokens (the edge
  * worker signs its reports with its node's token; upstream-status checks it) and, in each of
- * `namespaces`, reconcile-tick's WORKER_SECRET (what every worker gets as environment).
+ * `namespaces`, reconcile-tick's WORKER_SECRET and GRAPH_SECRET (what every worker and graph
+ * Service gets as environment).
  */
 async function prepareCluster(
   kube: Kube,
@@ -266,11 +267,14 @@ async function prepareCluster(
       });
     }
   }
+  // reconcile-tick's WORKER_SECRET and GRAPH_SECRET; locally one Redis user for all.
   for (const ns of namespaces) {
-    await apply(kube, 'secret', ns, {
-      metadata: { name: 'edgeai-worker', namespace: ns },
-      stringData: { REDIS_URL: redisUrl },
-    });
+    for (const name of ['edgeai-worker', 'edgeai-mlgraph']) {
+      await apply(kube, 'secret', ns, {
+        metadata: { name, namespace: ns },
+        stringData: { REDIS_URL: redisUrl },
+      });
+    }
   }
 }
 

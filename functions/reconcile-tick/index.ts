@@ -20,7 +20,7 @@ const factory: FunctionFactory = async ({ telemetry }) => {
   };
   const definition = reconcileTickDefinition({
     reconciler: createReconciler(options),
-    graphs: createGraphReconciler(options),
+    graphs: createGraphReconciler({ ...options, settings: config.graphs }),
     readiness: [{ name: 'kubernetes', check: () => kube.ping() }],
   });
   return { definition, close: async () => {} };

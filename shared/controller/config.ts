@@ -11,12 +11,20 @@ const schema = z.object({
     .string()
     .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a Secret name')
     .optional(),
+  // An MLGraph's Services' environment (REDIS_URL, REDIS_USERNAME=mlgraph, ...); default
+  // WORKER_SECRET's.
+  GRAPH_SECRET: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a Secret name')
+    .optional(),
   STATUS_HEARTBEAT_SECONDS: z.coerce.number().int().min(1).default(3600),
   RECONCILE_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
 });
 
 interface ControllerConfig {
   workers: WorkerSettings;
+  /** The same for an MLGraph's Services: their own Secret (their own Redis user). */
+  graphs: WorkerSettings;
   heartbeatMs: number;
   concurrency: number;
 }
@@ -28,6 +36,11 @@ function loadControllerConfig(env: Env = process.env): ControllerConfig {
       image: raw.WORKER_IMAGE,
       upstreamStatusUrl: raw.UPSTREAM_STATUS_URL,
       workerSecret: raw.WORKER_SECRET,
+    },
+    graphs: {
+      image: raw.WORKER_IMAGE,
+      upstreamStatusUrl: undefined,
+      workerSecret: raw.GRAPH_SECRET ?? raw.WORKER_SECRET,
     },
     heartbeatMs: raw.STATUS_HEARTBEAT_SECONDS * 1000,
     concurrency: raw.RECONCILE_CONCURRENCY,

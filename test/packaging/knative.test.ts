@@ -163,7 +163,7 @@ function envOf(m: Manifest): Obj[] {
  * name -> keys. The test stands in a placeholder for their values.
  */
 const operatorSecrets: Record<string, readonly string[]> = {
-  'edgeai-redis-auth': ['password', 'worker-password'],
+  'edgeai-redis-auth': ['password', 'worker-password', 'mlgraph-password'],
   // Optional (aset-scheduler's report route answers 403 without it).
   'edgeai-aset-report-token': ['token'],
 };
@@ -667,6 +667,8 @@ describe('Knative Services', () => {
     expect(tick['KUBECONFIG'], 'reconcile-tick uses the in-cluster ServiceAccount').toBeUndefined();
     expect(tick['WORKER_IMAGE'], 'WORKER_IMAGE is the image kustomize rewrites').toBe(image);
     expect(tick['WORKER_SECRET']).toBe('edgeai-worker');
+    // Graph Services log in to Redis as their own user (docs/deploying.md step 6).
+    expect(loadControllerConfig(tick).graphs.workerSecret).toBe('edgeai-mlgraph');
     expect(new URL(tick['UPSTREAM_STATUS_URL'] ?? '').hostname).toMatch(
       /^upstream-status\.edgeai-system\./,
     );
@@ -982,9 +984,10 @@ describe('Redis', () => {
     const exec = isObj(probeSpec) ? probeSpec['exec'] : undefined;
     const probe = strings(isObj(exec) ? exec['command'] : undefined, 'redis readiness probe');
     expect(probe.join(' ')).toMatch(
-      /test -n "\$REDISCLI_AUTH" && test -n "\$REDIS_WORKER_PASSWORD" && redis-cli ping \| grep -qx PONG/,
+      /test -n "\$REDISCLI_AUTH" && test -n "\$REDIS_WORKER_PASSWORD" && test -n "\$REDIS_MLGRAPH_PASSWORD" && redis-cli ping \| grep -qx PONG/,
     );
     expect(env['REDIS_WORKER_PASSWORD']).toBe('<edgeai-redis-auth/worker-password>');
+    expect(env['REDIS_MLGRAPH_PASSWORD']).toBe('<edgeai-redis-auth/mlgraph-password>');
     expect(ofKind('Secret').map(name)).not.toContain('edgeai-redis-auth');
     for (const fn of functionNames) {
       const fnEnv = resolvedEnv(knativeService(fn));

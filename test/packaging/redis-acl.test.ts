@@ -9,6 +9,12 @@ import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { createBindingStore } from '../../shared/aset/index.js';
+import {
+  createJoinStore,
+  createPathStore,
+  createRouteStore,
+  createRouter,
+} from '../../shared/mlgraph/index.js';
 import { createQualityWindow } from '../../shared/inference/quality-window.js';
 import {
   createBudget,
@@ -28,20 +34,22 @@ interface Container {
   args: string[];
 }
 
-/** The `--user` directives of the Redis container, with the worker password filled in. */
-function workerUserArgs(password: string): string[] {
+/** The `--user <name>` directive of the Redis container, with its password filled in. */
+function userArgs(name: string, variable: string, password: string): string[] {
   const deployment = parse(
     readFileSync(new URL('../../knative/redis/deployment.yaml', import.meta.url), 'utf8'),
   ) as { spec: { template: { spec: { containers: Container[] } } } };
   const args = deployment.spec.template.spec.containers[0]!.args;
-  const from = args.indexOf('--user');
-  expect(from, 'the Redis container defines an ACL user').toBeGreaterThan(-1);
+  const from = args.findIndex((a, i) => a === '--user' && args[i + 1] === name);
+  expect(from, `the Redis container defines ACL user ${name}`).toBeGreaterThan(-1);
   const next = args.findIndex((a, i) => i > from && a.startsWith('--'));
   const directive = args.slice(from, next === -1 ? undefined : next);
-  expect(directive[1]).toBe('edge-worker');
   // The kubelet expands $(VAR) from the container's env.
-  return directive.map((a) => a.replace('$(REDIS_WORKER_PASSWORD)', password));
+  return directive.map((a) => a.replace(`$(${variable})`, password));
 }
+
+const workerUserArgs = (password: string) =>
+  userArgs('edge-worker', 'REDIS_WORKER_PASSWORD', password);
 
 describe('the edge-worker Redis user of knative/redis', () => {
   const adminPassword = randomBytes(16).toString('hex');
@@ -212,6 +220,93 @@ describe('the edge-worker Redis user of knative/redis', () => {
       await expect(waitReady(anonymous, 1000)).rejects.toThrow();
     } finally {
       anonymous.disconnect();
+    }
+  });
+});
+
+describe('the mlgraph Redis user of knative/redis', () => {
+  const adminPassword = randomBytes(16).toString('hex');
+  const graphPassword = randomBytes(16).toString('hex');
+  let server: RedisServer;
+  let admin: RedisClient;
+  let graph: RedisClient;
+  const client = (username: string | undefined, password: string) =>
+    createRedis(
+      {
+        url: server.url,
+        username,
+        password,
+        keyPrefix: 'edgeai:',
+        commandTimeoutMs: 2000,
+        connectTimeoutMs: 2000,
+      },
+      () => {},
+    );
+
+  beforeAll(async () => {
+    server = await startRedisServer({
+      password: adminPassword,
+      args: userArgs('mlgraph', 'REDIS_MLGRAPH_PASSWORD', graphPassword),
+    });
+    admin = client(undefined, adminPassword);
+    graph = client('mlgraph', graphPassword);
+    await Promise.all([waitReady(admin, 10_000), waitReady(graph, 10_000)]);
+  });
+  afterAll(async () => {
+    admin?.disconnect();
+    graph?.disconnect();
+    await server?.stop();
+  });
+
+  it("runs a graph's own code: routes and rewards, joins, prediction paths", async () => {
+    const router = createRouter({
+      strategy: { kind: 'thompson' },
+      children: ['a', 'b'],
+      store: createRouteStore(graph, { node: 'ns.g-pick', puidTtlMs: 60_000 }),
+      uniform: Math.random,
+      normal: () => 0,
+    });
+    const { route } = await router.predict({ puid: 'p1', body: undefined });
+    expect(route).toHaveLength(1);
+    expect(await router.reward('p1', 1)).toBe('applied');
+    expect((await router.arms()).children.reduce((n, c) => n + c.rewarded, 0)).toBe(1);
+
+    const joins = createJoinStore(graph, {
+      node: 'ns.g-both',
+      deadlineMs: 1_000,
+      keepMs: 60_000,
+      leaseMs: 500,
+    });
+    await joins.add({ puid: 'p1', source: 'a', pending: 1, payload: { y: 1 }, nowMs: 0 });
+    expect((await joins.tighten({ puid: 'p1', inputs: 1 })).kind).toBe('complete');
+    await joins.add({ puid: 'p2', source: 'a', pending: 1, payload: { y: 1 }, nowMs: 0 });
+    const { claimed } = await joins.due(5_000, 10);
+    expect(claimed.map((c) => c.puid)).toEqual(['p2']);
+    expect(await joins.finish('p2', claimed[0]!.claim)).toBe(true);
+    expect((await joins.get('p2'))?.state).toBe('partial');
+
+    const paths = createPathStore(graph, { graph: 'ns/g', ttlMs: 60_000 });
+    await paths.record('p1', ['mine']);
+    expect(await paths.routers('p1')).toEqual(['mine']);
+  });
+
+  it("refuses everything else: the control plane's and the workers' keys, admin commands", async () => {
+    // Refused as a command (NOPERM), or inside a script (Redis 7 words that one differently).
+    const refused = [
+      graph.hget('tasks:{edge0}:current', 'default/x'),
+      graph.set('status:{default/x}:totals', '1'),
+      graph.get('budget:{default/x}:cut'),
+      graph.hgetall('aset:{aset:full-edge}:bindings'),
+      graph.eval("return redis.call('SET', KEYS[1], '1')", 1, 'mlgraph:{x}:y'),
+      graph.keys('*'),
+      graph.flushall(),
+      graph.call('CONFIG', 'GET', 'requirepass'),
+    ];
+    for (const result of await Promise.allSettled(refused)) {
+      expect(result.status).toBe('rejected');
+      expect(String((result as PromiseRejectedResult).reason)).toMatch(
+        /NOPERM|user executing the script can't run this command/,
+      );
     }
   });
 });
