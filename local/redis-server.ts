@@ -48,7 +48,7 @@ interface RedisServer {
 /**
  * Starts redis-server (the binary `make test` ensures is installed) on a free port; with
  * `password`, clients must AUTH (requirepass), as the cluster's Redis requires; `args` are more
- * configuration (e.g. the ACL users of knative/redis/deployment.yaml).
+ * configuration (e.g. the ACL users of knative/redis/statefulset.yaml).
  */
 async function startRedisServer(
   options: { password?: string; args?: readonly string[]; dataDir?: string } = {},

@@ -931,10 +931,11 @@ describe('eventing', () => {
 
 describe('Redis', () => {
   it('is one non-root replica with bounded resources behind a ClusterIP Service', () => {
-    const [deployment, ...more] = ofKind('Deployment');
-    expect(more, 'one Deployment').toEqual([]);
-    expect(deployment).toBeDefined();
-    const d = deployment!;
+    const [statefulSet, ...more] = ofKind('StatefulSet');
+    expect(more, 'one StatefulSet').toEqual([]);
+    expect(ofKind('Deployment'), 'no Deployment').toEqual([]);
+    expect(statefulSet).toBeDefined();
+    const d = statefulSet!;
     expect(field(d, 'spec.replicas')).toBe(1);
     expect(field(d, 'spec.template.spec.securityContext'), 'pod securityContext').toMatchObject({
       runAsNonRoot: true,
@@ -961,8 +962,30 @@ describe('Redis', () => {
     expect(objects(service!, 'spec.ports').map((p) => p['port'])).toEqual([Number(url.port)]);
   });
 
+  it('keeps its data on a volume claim, in an append-only file fsynced every second', () => {
+    const [set] = ofKind('StatefulSet');
+    const [claim, ...others] = objects(set!, 'spec.volumeClaimTemplates');
+    expect(others).toEqual([]);
+    expect(claim).toMatchObject({
+      metadata: { name: 'data' },
+      spec: { accessModes: ['ReadWriteOnce'], resources: { requests: { storage: anyString } } },
+    });
+    expect(field(set!, 'spec.template.spec.volumes'), 'no emptyDir').toBeUndefined();
+    const redis = redisContainer();
+    expect(redis['volumeMounts']).toEqual([{ name: 'data', mountPath: '/data' }]);
+    const args = strings(redis['args'], 'redis args');
+    const value = (flag: string) => args[args.indexOf(flag) + 1];
+    expect(value('--dir')).toBe('/data');
+    expect(value('--appendonly')).toBe('yes');
+    expect(value('--appendfsync')).toBe('everysec');
+    expect(field(set!, 'spec.persistentVolumeClaimRetentionPolicy')).toEqual({
+      whenDeleted: 'Retain',
+      whenScaled: 'Retain',
+    });
+  });
+
   const redisContainer = (): Obj => {
-    const [d] = ofKind('Deployment');
+    const [d] = ofKind('StatefulSet');
     return objects(d!, 'spec.template.spec.containers')[0]!;
   };
 
@@ -1003,7 +1026,7 @@ describe('Redis', () => {
   it('admits connections only from the functions, the edge workers and graph Services, which use it', () => {
     const [policy, ...more] = ofKind('NetworkPolicy', 'networking.k8s.io/v1');
     expect(more, 'one NetworkPolicy').toEqual([]);
-    const [d] = ofKind('Deployment');
+    const [d] = ofKind('StatefulSet');
     expect(field(d!, 'spec.template.metadata.labels')).toMatchObject(
       field(policy!, 'spec.podSelector.matchLabels') as Obj,
     );

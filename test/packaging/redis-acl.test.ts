@@ -1,5 +1,5 @@
 /**
- * The edge workers' Redis user, exactly as knative/redis/deployment.yaml defines it, on a real
+ * The edge workers' Redis user, exactly as knative/redis/statefulset.yaml defines it, on a real
  * redis-server: the worker's own code (task reload, offload budget, shared event answers) works
  * through it, and what a worker in a user's namespace must not do is refused (aset-scheduler's
  * shared state included).
@@ -37,7 +37,7 @@ interface Container {
 /** The `--user <name>` directive of the Redis container, with its password filled in. */
 function userArgs(name: string, variable: string, password: string): string[] {
   const deployment = parse(
-    readFileSync(new URL('../../knative/redis/deployment.yaml', import.meta.url), 'utf8'),
+    readFileSync(new URL('../../knative/redis/statefulset.yaml', import.meta.url), 'utf8'),
   ) as { spec: { template: { spec: { containers: Container[] } } } };
   const args = deployment.spec.template.spec.containers[0]!.args;
   const from = args.findIndex((a, i) => a === '--user' && args[i + 1] === name);
