@@ -48,52 +48,65 @@ function userArgs(name: string, variable: string, password: string): string[] {
   return directive.map((a) => a.replace(`$(${variable})`, password));
 }
 
-const workerUserArgs = (password: string) =>
-  userArgs('edge-worker', 'REDIS_WORKER_PASSWORD', password);
+interface AclRedis {
+  server: RedisServer;
+  /** The default user, as the control plane's functions log in. */
+  admin: RedisClient;
+  /** The ACL user under test. */
+  user: RedisClient;
+  client(username: string | undefined, password: string | undefined): RedisClient;
+}
 
-describe('the edge-worker Redis user of knative/redis', () => {
+/**
+ * A redis-server with ACL user `name` exactly as the manifest defines it, for the tests of the
+ * calling describe block (started before them, stopped after).
+ */
+function aclRedis(name: string, variable: string): AclRedis {
   const adminPassword = randomBytes(16).toString('hex');
-  const workerPassword = randomBytes(16).toString('hex');
-  let server: RedisServer;
-  let admin: RedisClient;
-  let worker: RedisClient;
-  const client = (username: string | undefined, password: string) =>
-    createRedis(
-      {
-        url: server.url,
-        username,
-        password,
-        keyPrefix: 'edgeai:',
-        commandTimeoutMs: 2000,
-        connectTimeoutMs: 2000,
-      },
-      () => {},
-    );
-
+  const password = randomBytes(16).toString('hex');
+  const redis = {
+    client: (username: string | undefined, secret: string | undefined) =>
+      createRedis(
+        {
+          url: redis.server.url,
+          username,
+          password: secret,
+          keyPrefix: 'edgeai:',
+          commandTimeoutMs: 2000,
+          connectTimeoutMs: 2000,
+        },
+        () => {},
+      ),
+  } as AclRedis;
   beforeAll(async () => {
-    server = await startRedisServer({
+    redis.server = await startRedisServer({
       password: adminPassword,
-      args: workerUserArgs(workerPassword),
+      args: userArgs(name, variable, password),
     });
-    admin = client(undefined, adminPassword);
-    worker = client('edge-worker', workerPassword);
-    await Promise.all([waitReady(admin, 10_000), waitReady(worker, 10_000)]);
+    redis.admin = redis.client(undefined, adminPassword);
+    redis.user = redis.client(name, password);
+    await Promise.all([waitReady(redis.admin, 10_000), waitReady(redis.user, 10_000)]);
   });
   afterAll(async () => {
-    admin?.disconnect();
-    worker?.disconnect();
-    await server?.stop();
+    redis.admin?.disconnect();
+    redis.user?.disconnect();
+    await redis.server?.stop();
   });
+  return redis;
+}
+
+describe('the edge-worker Redis user of knative/redis', () => {
+  const r = aclRedis('edge-worker', 'REDIS_WORKER_PASSWORD');
 
   it("runs the worker's own code: task reload, offload budget, shared event answers", async () => {
-    await createTaskStreams(admin, { maxLength: 100 }).offer(
+    await createTaskStreams(r.admin, { maxLength: 100 }).offer(
       'edge0',
       helmetDetectionTask(3, { name: 'Margin', parameters: { margin: 0.3 } }),
     );
     const { log } = capturedTelemetry('edge-infer');
     const target = { miner: createMiner('Threshold', { threshold: 0.9 }) };
     const watcher = watchTask({
-      redis: worker,
+      redis: r.user,
       node: 'edge0',
       service: 'default/helmet-detection-demo',
       target,
@@ -105,7 +118,7 @@ describe('the edge-worker Redis user of knative/redis', () => {
     expect(target.miner.name).toBe('Margin');
 
     const budget = createBudget({
-      redis: worker,
+      redis: r.user,
       service: 'default/helmet-detection-demo',
       target: 0.1,
       window: 100,
@@ -117,7 +130,7 @@ describe('the edge-worker Redis user of knative/redis', () => {
     expect(budget.cut()).toBeCloseTo(0.89, 6);
 
     const warnings: string[] = [];
-    const answers = sharedAnswers(worker, {
+    const answers = sharedAnswers(r.user, {
       scope: 'default/helmet-detection-demo',
       leaseSeconds: 1,
       keepSeconds: 60,
@@ -134,12 +147,12 @@ describe('the edge-worker Redis user of knative/redis', () => {
     await expect(answers('2:/c:e2', () => Promise.reject(new Error('bad input')))).rejects.toThrow(
       'bad input',
     );
-    expect(await admin.exists('answer:{default/helmet-detection-demo}:2:/c:e2')).toBe(0);
+    expect(await r.admin.exists('answer:{default/helmet-detection-demo}:2:/c:e2')).toBe(0);
     expect(warnings).toEqual([]);
 
     // The quality window: adds exactly once per delivery, and flips the drift state.
     const quality = createQualityWindow({
-      redis: worker,
+      redis: r.user,
       service: 'default/helmet-detection-demo',
       reporter: 'edge0-1',
       bucketSize: 50,
@@ -157,21 +170,23 @@ describe('the edge-worker Redis user of knative/redis', () => {
     await quality.refresh();
     await quality.refresh();
     expect(quality.state().drift?.drifting).toBe(true);
-    expect(await admin.llen('quality:{default/helmet-detection-demo}:buckets')).toBeGreaterThan(0);
+    expect(await r.admin.llen('quality:{default/helmet-detection-demo}:buckets')).toBeGreaterThan(
+      0,
+    );
   });
 
   it('refuses what a worker must not do: task and status writes, other keys, admin commands', async () => {
     const refused = [
-      worker.hset('tasks:{edge0}:current', 'default/x', '{}'),
-      worker.xadd('tasks:{edge0}:stream', '*', 'operation', 'insert'),
-      worker.hget('tasks:{edge0}:versions', 'default/x'),
-      worker.set('status:{default/x}:totals', '1'),
-      worker.set('dedupe:{x}:y', '1'),
-      worker.eval("return redis.call('SET', KEYS[1], '1')", 1, 'status:{x}:totals'),
-      worker.keys('*'),
-      worker.flushall(),
-      worker.call('CONFIG', 'GET', 'requirepass'),
-      worker.call('ACL', 'LIST'),
+      r.user.hset('tasks:{edge0}:current', 'default/x', '{}'),
+      r.user.xadd('tasks:{edge0}:stream', '*', 'operation', 'insert'),
+      r.user.hget('tasks:{edge0}:versions', 'default/x'),
+      r.user.set('status:{default/x}:totals', '1'),
+      r.user.set('dedupe:{x}:y', '1'),
+      r.user.eval("return redis.call('SET', KEYS[1], '1')", 1, 'status:{x}:totals'),
+      r.user.keys('*'),
+      r.user.flushall(),
+      r.user.call('CONFIG', 'GET', 'requirepass'),
+      r.user.call('ACL', 'LIST'),
     ];
     for (const result of await Promise.allSettled(refused)) {
       expect(result.status).toBe('rejected');
@@ -181,7 +196,7 @@ describe('the edge-worker Redis user of knative/redis', () => {
 
   it("keeps aset-scheduler's state, which it reaches as the default user, out of a worker's reach", async () => {
     // aset-scheduler connects as the control-plane functions do: the default user's password.
-    const store = createBindingStore(admin, {
+    const store = createBindingStore(r.admin, {
       topology: 'full-edge',
       workers: 2,
       tombstoneMs: 60_000,
@@ -191,14 +206,14 @@ describe('the edge-worker Redis user of knative/redis', () => {
     expect(
       await store.addResponses({ source: '/agent', id: 'r1' }, [{ worker: 0, responses: 5 }]),
     ).toBe(true);
-    expect(await admin.exists('aset:{aset:full-edge}:window')).toBe(1);
+    expect(await r.admin.exists('aset:{aset:full-edge}:window')).toBe(1);
     const refused = [
-      worker.hgetall('aset:{aset:full-edge}:bindings'),
-      worker.hset('aset:{aset:full-edge}:workers', '0:v0', '0'),
-      worker.get('aset:{aset:full-edge}:window'),
-      worker.del('aset:{aset:full-edge}:window'),
-      worker.eval("return redis.call('DEL', KEYS[1])", 1, 'aset:{aset:full-edge}:ended'),
-      worker.set('seen:{aset:full-edge}:6:/agent:r2', '1'),
+      r.user.hgetall('aset:{aset:full-edge}:bindings'),
+      r.user.hset('aset:{aset:full-edge}:workers', '0:v0', '0'),
+      r.user.get('aset:{aset:full-edge}:window'),
+      r.user.del('aset:{aset:full-edge}:window'),
+      r.user.eval("return redis.call('DEL', KEYS[1])", 1, 'aset:{aset:full-edge}:ended'),
+      r.user.set('seen:{aset:full-edge}:6:/agent:r2', '1'),
     ];
     for (const result of await Promise.allSettled(refused)) {
       expect(result.status).toBe('rejected');
@@ -209,7 +224,7 @@ describe('the edge-worker Redis user of knative/redis', () => {
   it('lets no one in without a password', async () => {
     const anonymous = createRedis(
       {
-        url: server.url,
+        url: r.server.url,
         keyPrefix: 'edgeai:',
         commandTimeoutMs: 2000,
         connectTimeoutMs: 2000,
@@ -225,44 +240,13 @@ describe('the edge-worker Redis user of knative/redis', () => {
 });
 
 describe('the mlgraph Redis user of knative/redis', () => {
-  const adminPassword = randomBytes(16).toString('hex');
-  const graphPassword = randomBytes(16).toString('hex');
-  let server: RedisServer;
-  let admin: RedisClient;
-  let graph: RedisClient;
-  const client = (username: string | undefined, password: string) =>
-    createRedis(
-      {
-        url: server.url,
-        username,
-        password,
-        keyPrefix: 'edgeai:',
-        commandTimeoutMs: 2000,
-        connectTimeoutMs: 2000,
-      },
-      () => {},
-    );
-
-  beforeAll(async () => {
-    server = await startRedisServer({
-      password: adminPassword,
-      args: userArgs('mlgraph', 'REDIS_MLGRAPH_PASSWORD', graphPassword),
-    });
-    admin = client(undefined, adminPassword);
-    graph = client('mlgraph', graphPassword);
-    await Promise.all([waitReady(admin, 10_000), waitReady(graph, 10_000)]);
-  });
-  afterAll(async () => {
-    admin?.disconnect();
-    graph?.disconnect();
-    await server?.stop();
-  });
+  const r = aclRedis('mlgraph', 'REDIS_MLGRAPH_PASSWORD');
 
   it("runs a graph's own code: routes and rewards, joins, prediction paths", async () => {
     const router = createRouter({
       strategy: { kind: 'thompson' },
       children: ['a', 'b'],
-      store: createRouteStore(graph, { node: 'ns.g-pick', puidTtlMs: 60_000 }),
+      store: createRouteStore(r.user, { node: 'ns.g-pick', puidTtlMs: 60_000 }),
       uniform: Math.random,
       normal: () => 0,
     });
@@ -271,7 +255,7 @@ describe('the mlgraph Redis user of knative/redis', () => {
     expect(await router.reward('p1', 1)).toBe('applied');
     expect((await router.arms()).children.reduce((n, c) => n + c.rewarded, 0)).toBe(1);
 
-    const joins = createJoinStore(graph, {
+    const joins = createJoinStore(r.user, {
       node: 'ns.g-both',
       deadlineMs: 1_000,
       keepMs: 60_000,
@@ -285,7 +269,7 @@ describe('the mlgraph Redis user of knative/redis', () => {
     expect(await joins.finish('p2', claimed[0]!.claim)).toBe(true);
     expect((await joins.get('p2'))?.state).toBe('partial');
 
-    const paths = createPathStore(graph, { graph: 'ns/g', ttlMs: 60_000 });
+    const paths = createPathStore(r.user, { graph: 'ns/g', ttlMs: 60_000 });
     await paths.record('p1', ['mine']);
     expect(await paths.routers('p1')).toEqual(['mine']);
   });
@@ -293,14 +277,14 @@ describe('the mlgraph Redis user of knative/redis', () => {
   it("refuses everything else: the control plane's and the workers' keys, admin commands", async () => {
     // Refused as a command (NOPERM), or inside a script (Redis 7 words that one differently).
     const refused = [
-      graph.hget('tasks:{edge0}:current', 'default/x'),
-      graph.set('status:{default/x}:totals', '1'),
-      graph.get('budget:{default/x}:cut'),
-      graph.hgetall('aset:{aset:full-edge}:bindings'),
-      graph.eval("return redis.call('SET', KEYS[1], '1')", 1, 'mlgraph:{x}:y'),
-      graph.keys('*'),
-      graph.flushall(),
-      graph.call('CONFIG', 'GET', 'requirepass'),
+      r.user.hget('tasks:{edge0}:current', 'default/x'),
+      r.user.set('status:{default/x}:totals', '1'),
+      r.user.get('budget:{default/x}:cut'),
+      r.user.hgetall('aset:{aset:full-edge}:bindings'),
+      r.user.eval("return redis.call('SET', KEYS[1], '1')", 1, 'mlgraph:{x}:y'),
+      r.user.keys('*'),
+      r.user.flushall(),
+      r.user.call('CONFIG', 'GET', 'requirepass'),
     ];
     for (const result of await Promise.allSettled(refused)) {
       expect(result.status).toBe('rejected');
