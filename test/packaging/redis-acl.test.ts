@@ -2,7 +2,8 @@
  * The edge workers' Redis user, exactly as knative/redis/statefulset.yaml defines it, on a real
  * redis-server: the worker's own code (task reload, offload budget, shared event answers) works
  * through it, and what a worker in a user's namespace must not do is refused (aset-scheduler's
- * shared state included).
+ * shared state included). The same for the mlgraph user of an MLGraph's Services: the route,
+ * join and path stores work through it, and nothing else does.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
