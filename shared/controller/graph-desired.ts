@@ -296,12 +296,5 @@ function storedNodeCount(graph: GraphObject): number {
   return Array.isArray(nodes) ? nodes.length : 0;
 }
 
-export {
-  desiredGraph,
-  graphLabels,
-  executorNode,
-  maxGraphServiceName,
-  nodeServiceName,
-  storedNodeCount,
-};
+export { desiredGraph, graphLabels, executorNode, storedNodeCount };
 export type { GraphDesired, GraphObject, MLGraphStatus };

@@ -22,6 +22,5 @@ export type {
   HemName,
   WorkerQuality,
 } from './schemas.js';
-export { mlGraphSpec, mlGraphStatus, graphProblems, parentsOf, joinTypes } from './mlgraph.js';
-export type { MLGraphSpec, GraphNode, GraphEdge, GraphProblem } from './mlgraph.js';
-export { strategy as routeStrategy } from './route-strategy.js';
+export { mlGraphSpec, mlGraphStatus, graphProblems, joinTypes } from './mlgraph.js';
+export type { MLGraphSpec, GraphNode } from './mlgraph.js';

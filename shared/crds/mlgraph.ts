@@ -167,7 +167,6 @@ const mlGraphStatus = z.object({
 
 type MLGraphSpec = z.output<typeof mlGraphSpec>;
 type GraphNode = MLGraphSpec['nodes'][number];
-type GraphEdge = NonNullable<GraphNode['children']>[number];
 
 /** One thing wrong with a graph, naming the node it is about. */
 interface GraphProblem {
@@ -321,13 +320,5 @@ function graphProblems(spec: MLGraphSpec): GraphProblem[] {
   });
 }
 
-export {
-  mlGraphSpec,
-  mlGraphStatus,
-  graphProblems,
-  parentsOf,
-  graphNodeKinds,
-  joinTypes,
-  maxGraphDepth,
-};
-export type { MLGraphSpec, GraphNode, GraphEdge, GraphProblem };
+export { mlGraphSpec, mlGraphStatus, graphProblems, joinTypes };
+export type { MLGraphSpec, GraphNode };

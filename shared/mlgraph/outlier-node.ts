@@ -86,5 +86,5 @@ async function createBuiltinOutliers(
   return nodes;
 }
 
-export { createOutlierNode, createBuiltinOutliers };
+export { createBuiltinOutliers };
 export type { OutlierNode, OutlierScore };

@@ -161,15 +161,5 @@ function answerAsRequest(payload: Payload): Payload {
   };
 }
 
-export {
-  payloadOf,
-  jsonPayload,
-  sendable,
-  jsonHead,
-  headText,
-  jsonText,
-  asJson,
-  answerAsRequest,
-  headerLengthName,
-};
+export { payloadOf, jsonPayload, sendable, jsonHead, headText, jsonText, asJson, answerAsRequest };
 export type { Payload };
