@@ -23,6 +23,8 @@ interface GraphObserved {
    * else's): creating them would fail on every pass, so the status says why instead.
    */
   taken?: readonly string[];
+  /** The model nodes whose Knative Service or JointInferenceService does not exist, said why. */
+  missingModels?: readonly string[];
 }
 
 type GraphAction =
@@ -134,7 +136,11 @@ function listed(views: readonly ServiceView[]): string {
 }
 
 /** Ready, from the first thing that holds the graph back. */
-function readyCondition(desired: GraphDesired, views: readonly ServiceView[]): ConditionState {
+function readyCondition(
+  desired: GraphDesired,
+  views: readonly ServiceView[],
+  missingModels: readonly string[] = [],
+): ConditionState {
   const ready = (status: ConditionState['status'], reason: string, message: string) =>
     ({ type: 'Ready', status, reason, message }) as const;
   if (!desired.valid) return ready('False', desired.reason, desired.message);
@@ -147,6 +153,8 @@ function readyCondition(desired: GraphDesired, views: readonly ServiceView[]): C
       `Knative Service ${names} exists and is not this graph's: delete or rename it`,
     );
   }
+  // The graph's own Services may be fine: a request would still fail at that node.
+  if (missingModels.length > 0) return ready('False', 'ModelNotFound', missingModels.join('; '));
   const failing = views.filter((v) => v.readiness.status === 'False');
   if (failing.length > 0) {
     const detail = failing.map((v) => `${v.name}: ${v.readiness.reason} ${v.readiness.message}`);
@@ -220,6 +228,7 @@ function reconcileGraph(
   const ready = readyCondition(
     desired,
     steps.map((s) => s.view),
+    observed.missingModels,
   );
   const status = statusPatch(observed, ready, now, options);
   const generation = observed.graph.metadata.generation ?? 0;

@@ -61,6 +61,26 @@ async function lookUpMissing(
   return taken;
 }
 
+/**
+ * The model nodes whose Knative Service or JointInferenceService is not in the graph's
+ * namespace (a model given by URL is not looked at): each said as its node. One get per named
+ * model per pass, while the graph is valid.
+ */
+async function missingModels(kube: Kube, graph: GraphObject, desired: GraphDesired) {
+  const namespace = graph.metadata.namespace ?? '';
+  const missing: string[] = [];
+  for (const node of desired.valid ? desired.spec.nodes : []) {
+    const { service, jointInferenceService } = node.model ?? {};
+    const name = service ?? jointInferenceService;
+    if (node.kind !== 'model' || name === undefined) continue;
+    const kind = service !== undefined ? 'knativeService' : 'jointInferenceService';
+    if ((await findObject(kube, { kind, namespace, name })) !== undefined) continue;
+    const what = service !== undefined ? 'Knative Service' : 'JointInferenceService';
+    missing.push(`node ${node.name}: ${what} ${namespace}/${name} not found`);
+  }
+  return missing;
+}
+
 /** One pass over every graph, `concurrency` at a time; a failing graph is logged and counted. */
 async function tickGraphs(
   options: ReconcilerOptions,
@@ -110,8 +130,12 @@ function createGraphReconciler(options: ReconcilerOptions): GraphReconciler {
   ): Promise<ApplyResult> {
     const desired = desiredGraph(graph, options.settings);
     const services = new Map(found);
-    const taken = await lookUpMissing(kube, graph, desired, services);
-    const actions = reconcileGraph({ graph, services, taken }, desired, now(), {
+    const [taken, models] = await Promise.all([
+      lookUpMissing(kube, graph, desired, services),
+      missingModels(kube, graph, desired),
+    ]);
+    const observed = { graph, services, taken, missingModels: models };
+    const actions = reconcileGraph(observed, desired, now(), {
       heartbeatMs: options.heartbeatMs,
     });
     return applyActions(kube, graph, actions, context);

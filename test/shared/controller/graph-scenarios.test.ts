@@ -77,10 +77,19 @@ describe('the MLGraph controller against the development API server', () => {
   const stored = async () =>
     (await api.kube.get({ kind: 'mlGraph', namespace: ns, name })) as GraphObject;
   const ready = async () => (await stored()).status?.conditions?.find((c) => c.type === 'Ready');
+  /** The graph's Services (the model Service it names, `large-oip`, is not one). */
   const serviceNames = async () =>
     (await api.kube.list('knativeService', { namespace: ns })).items
+      .filter((s) => s.metadata.labels?.['edgeai.io/mlgraph'] !== undefined)
       .map((s) => s.metadata.name)
       .sort();
+  const modelService = () =>
+    api.kube.create('knativeService', ns, {
+      apiVersion: 'serving.knative.dev/v1',
+      kind: 'Service',
+      metadata: { name: 'large-oip', namespace: ns },
+      spec: { template: { spec: { containers: [{ image: 'oip-server' }] } } },
+    });
   const service = (serviceName: string) =>
     api.kube.get({ kind: 'knativeService', namespace: ns, name: serviceName });
   /** What Knative Serving writes once a Service's latest revision is up. */
@@ -115,6 +124,7 @@ describe('the MLGraph controller against the development API server', () => {
           name: item.metadata.name,
         });
     }
+    await modelService();
     graphs = createGraphReconciler({
       kube: api.kube,
       settings,
@@ -168,6 +178,26 @@ describe('the MLGraph controller against the development API server', () => {
     expect(await graphs.tick()).toMatchObject({ writes: 0 });
     expect(await graphs.reconcileGraph(ns, name)).toMatchObject({ writes: 0 });
     expect(api.writes()).toBe(0);
+  });
+
+  it('names a model Service the graph needs that does not exist, and is Ready once it does', async () => {
+    await api.kube.delete({ kind: 'knativeService', namespace: ns, name: 'large-oip' });
+    await api.kube.create('mlGraph', ns, { metadata: { name }, spec: ensembleSpec() });
+    await graphs.tick();
+    await markReady();
+    await graphs.tick();
+    // Its own Services are deployed and ready: a request would still fail at that node.
+    expect(await serviceNames()).toEqual(['digits', 'digits-merge', 'digits-pick']);
+    expect(await ready()).toEqual(
+      expect.objectContaining({
+        status: 'False',
+        reason: 'ModelNotFound',
+        message: 'node large: Knative Service default/large-oip not found',
+      }),
+    );
+    await modelService();
+    await graphs.tick();
+    expect(await ready()).toMatchObject({ status: 'True', reason: 'Ready' });
   });
 
   describe('once deployed and ready', () => {
@@ -362,6 +392,13 @@ describe.skipIf(kubectlMissing !== undefined)(
       };
       writeFileSync(file, JSON.stringify(manifest));
       expect(await kubectl('apply', '-f', file)).toContain(`mlgraph.edgeai.io/${name} created`);
+      // The model Service the graph names.
+      await api.kube.create('knativeService', ns, {
+        apiVersion: 'serving.knative.dev/v1',
+        kind: 'Service',
+        metadata: { name: 'large-oip', namespace: ns },
+        spec: { template: { spec: { containers: [{ image: 'oip-server' }] } } },
+      });
       const graphs = createGraphReconciler({
         kube: api.kube,
         settings,
@@ -390,7 +427,8 @@ describe.skipIf(kubectlMissing !== undefined)(
       expect(await kubectl('apply', '-f', file)).toContain('unchanged');
       expect(await graphs.tick()).toMatchObject({ writes: 0 });
       await kubectl('delete', 'mlgraph', name);
-      expect((await api.kube.list('knativeService', { namespace: ns })).items).toEqual([]);
+      const left = await api.kube.list('knativeService', { namespace: ns });
+      expect(left.items.map((s) => s.metadata.name)).toEqual(['large-oip']);
     });
   },
 );
