@@ -42,6 +42,11 @@ function answerOf(res: IncomingMessage, body: Buffer): HttpAnswer {
   };
 }
 
+/** `path` under a service's base URL, whether or not the base ends with "/". */
+function endpoint(base: string, path: string): string {
+  return new URL(path, base.endsWith('/') ? base : `${base}/`).href;
+}
+
 function createHttpClient(options: { maxSockets?: number } = {}): {
   send: HttpSend;
   close(): void;
@@ -95,5 +100,5 @@ function createHttpClient(options: { maxSockets?: number } = {}): {
   };
 }
 
-export { createHttpClient, CallTimeoutError };
+export { createHttpClient, endpoint, CallTimeoutError };
 export type { HttpSend, HttpAnswer, HttpCall };

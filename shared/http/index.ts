@@ -2,7 +2,7 @@
 export { defineFunction, onEvent, onRequest, onRawRequest } from './define.js';
 export { decodeJsonBody } from './handler.js';
 export { buildServer } from './server.js';
-export { createHttpClient, CallTimeoutError } from './client.js';
+export { createHttpClient, endpoint, CallTimeoutError } from './client.js';
 export type { HttpSend, HttpAnswer, HttpCall } from './client.js';
 export type {
   Answer,

@@ -16,6 +16,7 @@ import {
   wrap,
 } from 'cockatiel';
 import { UnavailableError } from '../errors/index.js';
+import { endpoint } from '../http/index.js';
 import { encodeInferRequest, parseInferResponse } from './protocol.js';
 import type { Tensor } from './tensor.js';
 
@@ -46,10 +47,7 @@ interface CloudClientOptions {
 
 function createCloudClient(options: CloudClientOptions): CloudClient {
   const send = options.send ?? fetch;
-  const endpoint = new URL(
-    `v2/models/${encodeURIComponent(options.model)}/infer`,
-    options.url.endsWith('/') ? options.url : `${options.url}/`,
-  );
+  const inferUrl = endpoint(options.url, `v2/models/${encodeURIComponent(options.model)}/infer`);
   const breaker = circuitBreaker(
     handleWhen((err) => !(err instanceof BrokenCircuitError)),
     {
@@ -74,7 +72,7 @@ function createCloudClient(options: CloudClientOptions): CloudClient {
       const { body, headerLength } = encodeInferRequest({ inputs, outputs });
       try {
         return await policy.execute(async ({ signal }) => {
-          const response = await send(endpoint, {
+          const response = await send(inferUrl, {
             method: 'POST',
             headers: {
               'content-type': 'application/octet-stream',

@@ -12,10 +12,11 @@ import { randomUUID } from 'node:crypto';
 import { NotFoundError, StepError, UnavailableError } from '../errors/index.js';
 import { headers as names } from '../messages/mlgraph.js';
 import type { GraphPlan, PlannedEdge, PlannedNode } from '../messages/graph-plan.js';
-import { GraphRun } from './graph-run.js';
-import type { Step } from './graph-run.js';
+import { GraphRun, graphShape } from './graph-run.js';
+import type { GraphShape, Step } from './graph-run.js';
 import { StepFailure, callNode } from './node-call.js';
 import type { CallAnswer } from './node-call.js';
+import { endpoint } from '../http/index.js';
 import type { HttpSend } from '../http/index.js';
 import type { PathStore } from './path-store.js';
 import type { Router } from './router.js';
@@ -94,14 +95,14 @@ class GraphExecution {
   private settle!: { resolve: () => void; reject: (error: unknown) => void };
 
   constructor(
-    private readonly deps: ExecutorDeps,
+    private readonly deps: ExecutorDeps & { shape: GraphShape },
     request: Payload,
     private readonly puid: string,
     private readonly traceparent: string,
     private readonly deadline: number,
   ) {
-    this.run = new GraphRun(deps.plan, request);
-    this.nodes = new Map(deps.plan.nodes.map((n) => [n.name, n]));
+    this.run = new GraphRun(deps.shape, request);
+    this.nodes = deps.shape.nodes;
   }
 
   async walk(): Promise<Prediction> {
@@ -298,8 +299,7 @@ class GraphExecution {
     message: { body?: Buffer | string; headers: Record<string, string> },
     method: 'GET' | 'POST' = 'POST',
   ): Promise<CallAnswer> {
-    const base = node.url!.endsWith('/') ? node.url! : `${node.url!}/`;
-    return callNode(this.deps.send, new URL(path, base).href, {
+    return callNode(this.deps.send, endpoint(node.url!, path), {
       method,
       ...(message.body === undefined ? {} : { body: message.body }),
       headers: {
@@ -340,7 +340,8 @@ interface Executor {
 
 function createExecutor(deps: ExecutorDeps): Executor {
   const newPuid = deps.newPuid ?? randomUUID;
-  const byName = new Map(deps.plan.nodes.map((n) => [n.name, n]));
+  const shaped = { ...deps, shape: graphShape(deps.plan) };
+  const byName = shaped.shape.nodes;
   const learning = [...deps.routers].filter(([name]) => {
     const strategy = byName.get(name)?.router?.strategy;
     return strategy !== undefined && learns(strategy);
@@ -350,7 +351,7 @@ function createExecutor(deps: ExecutorDeps): Executor {
       const budget = Math.min(deps.plan.timeoutMs, options.timeoutMs ?? Infinity);
       const puid = options.puid ?? newPuid();
       const execution = new GraphExecution(
-        deps,
+        shaped,
         request,
         puid,
         options.traceparent,
@@ -411,20 +412,16 @@ async function rewardOne(
   if (node?.url === undefined)
     return { name, outcome: 'not in this graph any more', failed: false };
   try {
-    const answer = await callNode(
-      deps.send,
-      new URL('reward', node.url.endsWith('/') ? node.url : `${node.url}/`).href,
-      {
-        method: 'POST',
-        body: JSON.stringify({ puid, reward }),
-        headers: { 'content-type': 'application/json' },
-        signal: new AbortController().signal,
-        retries: 1,
-        attemptMs: 2_000,
-        deadline: deps.now() + 5_000,
-        now: deps.now,
-      },
-    );
+    const answer = await callNode(deps.send, endpoint(node.url, 'reward'), {
+      method: 'POST',
+      body: JSON.stringify({ puid, reward }),
+      headers: { 'content-type': 'application/json' },
+      signal: new AbortController().signal,
+      retries: 1,
+      attemptMs: 2_000,
+      deadline: deps.now() + 5_000,
+      now: deps.now,
+    });
     const body =
       answer.payload.kind === 'json' ? (answer.payload.value as { outcome?: unknown }) : undefined;
     return {

@@ -35,9 +35,25 @@ type Step<P> =
 
 const edgeKey = (from: string, to: string) => `${from}\u0000${to}`;
 
+/** What every run of a plan shares: its nodes by name and each node's parents. */
+interface GraphShape {
+  readonly plan: GraphPlan;
+  readonly nodes: ReadonlyMap<string, PlannedNode>;
+  readonly parents: ReadonlyMap<string, readonly string[]>;
+}
+
+/** Made once per plan, not per request. */
+function graphShape(plan: GraphPlan): GraphShape {
+  const parents = new Map<string, string[]>(plan.nodes.map((n) => [n.name, []]));
+  for (const node of plan.nodes)
+    for (const edge of node.children) parents.get(edge.node)?.push(node.name);
+  return { plan, nodes: new Map(plan.nodes.map((n) => [n.name, n])), parents };
+}
+
 class GraphRun<P> {
+  private readonly plan: GraphPlan;
   private readonly nodes: ReadonlyMap<string, PlannedNode>;
-  private readonly parents = new Map<string, string[]>();
+  private readonly parents: ReadonlyMap<string, readonly string[]>;
   private readonly edges = new Map<string, EdgeState>();
   private readonly states = new Map<string, NodeState>();
   /** The tightest bound each join has been told (1 + pending, or a join-bound). */
@@ -45,17 +61,13 @@ class GraphRun<P> {
   private readonly outputs = new Map<string, P>();
 
   constructor(
-    private readonly plan: GraphPlan,
+    shape: GraphShape,
     private readonly request: P,
   ) {
-    this.nodes = new Map(plan.nodes.map((n) => [n.name, n]));
-    for (const node of plan.nodes) {
+    ({ plan: this.plan, nodes: this.nodes, parents: this.parents } = shape);
+    for (const node of this.plan.nodes) {
       this.states.set(node.name, 'waiting');
-      this.parents.set(node.name, this.parents.get(node.name) ?? []);
-      for (const edge of node.children) {
-        this.edges.set(edgeKey(node.name, edge.node), 'open');
-        this.parents.set(edge.node, [...(this.parents.get(edge.node) ?? []), node.name]);
-      }
+      for (const edge of node.children) this.edges.set(edgeKey(node.name, edge.node), 'open');
     }
   }
 
@@ -191,5 +203,5 @@ class GraphRun<P> {
   }
 }
 
-export { GraphRun };
-export type { Step, NodeState };
+export { GraphRun, graphShape };
+export type { Step, NodeState, GraphShape };

@@ -192,7 +192,10 @@ function joinedFrom(puid: string, flat: readonly string[]): Joined {
   };
 }
 
-function outcomeOf(puid: string, [kind, detail]: [string, (string[] | string)?]): AddOutcome {
+/** What the add and tighten scripts answer: a kind, and the join's fields or its state. */
+type Reply = [string, (string[] | string)?];
+
+function outcomeOf(puid: string, [kind, detail]: Reply): AddOutcome {
   if (kind === 'complete' || kind === 'again') {
     return { kind, joined: joinedFrom(puid, detail as string[]) };
   }
@@ -254,7 +257,7 @@ function createJoinStore(
   }
   return {
     async add({ puid, source, pending, payload, nowMs }) {
-      const reply = (await runScript(
+      return runScript(
         redis,
         addScript,
         [
@@ -268,12 +271,11 @@ function createJoinStore(
           String(options.deadlineMs),
           String(options.keepMs),
         ],
-        (r) => r,
-      )) as [string, (string[] | string)?];
-      return outcomeOf(puid, reply);
+        (reply) => outcomeOf(puid, reply as Reply),
+      );
     },
     async tighten({ puid, inputs }) {
-      const reply = (await runScript(
+      return runScript(
         redis,
         tightenScript,
         [
@@ -284,9 +286,8 @@ function createJoinStore(
           String(options.deadlineMs),
           String(options.keepMs),
         ],
-        (r) => r,
-      )) as [string, (string[] | string)?];
-      return outcomeOf(puid, reply);
+        (reply) => outcomeOf(puid, reply as Reply),
+      );
     },
     due: (nowMs, limit) => claimDue(redis, options, { joinKey, deadlines }, nowMs, limit),
     finish,

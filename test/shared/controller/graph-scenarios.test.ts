@@ -60,6 +60,15 @@ function ensembleSpec(): Spec {
   };
 }
 
+/** The model Service the ensemble names (`large-oip`): any OIP server's Knative Service. */
+const createModelService = (api: TestApiServer) =>
+  api.kube.create('knativeService', ns, {
+    apiVersion: 'serving.knative.dev/v1',
+    kind: 'Service',
+    metadata: { name: 'large-oip', namespace: ns },
+    spec: { template: { spec: { containers: [{ image: 'oip-server' }] } } },
+  });
+
 const envOf = (service: KubeObject) =>
   Object.fromEntries(
     (
@@ -83,13 +92,7 @@ describe('the MLGraph controller against the development API server', () => {
       .filter((s) => s.metadata.labels?.['edgeai.io/mlgraph'] !== undefined)
       .map((s) => s.metadata.name)
       .sort();
-  const modelService = () =>
-    api.kube.create('knativeService', ns, {
-      apiVersion: 'serving.knative.dev/v1',
-      kind: 'Service',
-      metadata: { name: 'large-oip', namespace: ns },
-      spec: { template: { spec: { containers: [{ image: 'oip-server' }] } } },
-    });
+  const modelService = () => createModelService(api);
   const service = (serviceName: string) =>
     api.kube.get({ kind: 'knativeService', namespace: ns, name: serviceName });
   /** What Knative Serving writes once a Service's latest revision is up. */
@@ -392,13 +395,7 @@ describe.skipIf(kubectlMissing !== undefined)(
       };
       writeFileSync(file, JSON.stringify(manifest));
       expect(await kubectl('apply', '-f', file)).toContain(`mlgraph.edgeai.io/${name} created`);
-      // The model Service the graph names.
-      await api.kube.create('knativeService', ns, {
-        apiVersion: 'serving.knative.dev/v1',
-        kind: 'Service',
-        metadata: { name: 'large-oip', namespace: ns },
-        spec: { template: { spec: { containers: [{ image: 'oip-server' }] } } },
-      });
+      await createModelService(api);
       const graphs = createGraphReconciler({
         kube: api.kube,
         settings,

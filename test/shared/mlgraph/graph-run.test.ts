@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { GraphRun } from '../../../shared/mlgraph/graph-run.js';
+import { GraphRun, graphShape } from '../../../shared/mlgraph/graph-run.js';
 import type { Step } from '../../../shared/mlgraph/graph-run.js';
 import { graphPlan } from '../../../shared/messages/graph-plan.js';
 import type { GraphPlan } from '../../../shared/messages/graph-plan.js';
@@ -92,7 +92,7 @@ interface Walk {
 
 /** Runs the graph with random choices and order, checking every bound against brute force. */
 function walkRandomly(g: Record<string, Shape>, random: () => number): Walk {
-  const run = new GraphRun<string>(planOf(g), 'request');
+  const run = new GraphRun<string>(graphShape(planOf(g)), 'request');
   const decisions: Decisions = new Map();
   const dropped = new Set<string>();
   const walk: Walk = {
@@ -186,7 +186,7 @@ describe('GraphRun: pending requests for joins', () => {
   };
 
   it('counts the routes not yet decided, and the ones not taken (hand-drawn)', () => {
-    const run = new GraphRun<string>(planOf(fork), 'x');
+    const run = new GraphRun<string>(graphShape(planOf(fork)), 'x');
     run.start();
     expect(run.completed('r', 'y').map((s) => s.node)).toEqual(['a', 's']);
     // A answers before S decides: B and C may both still come.
@@ -203,7 +203,7 @@ describe('GraphRun: pending requests for joins', () => {
   });
 
   it('sends no bound when the routes are decided before the inputs go', () => {
-    const run = new GraphRun<string>(planOf(fork), 'x');
+    const run = new GraphRun<string>(graphShape(planOf(fork)), 'x');
     run.start();
     run.completed('r', 'y');
     run.completed('s', 'y', ['c']);
@@ -220,7 +220,7 @@ describe('GraphRun: pending requests for joins', () => {
       after: { kind: 'model', children: [] },
       x: { kind: 'model', children: [] },
     };
-    const run = new GraphRun<string>(planOf(g), 'x');
+    const run = new GraphRun<string>(graphShape(planOf(g)), 'x');
     run.start();
     expect(run.completed('s', 'y', ['x']).map((s) => s.node)).toEqual(['x']);
     expect(['a', 'b', 'j', 'after'].map((n) => run.state(n))).toEqual([
@@ -242,7 +242,7 @@ describe('GraphRun: pending requests for joins', () => {
       j1: { kind: 'join', children: ['j2'] },
       j2: { kind: 'join', children: [] },
     };
-    const run = new GraphRun<string>(planOf(g), 'x');
+    const run = new GraphRun<string>(graphShape(planOf(g)), 'x');
     run.start();
     run.completed('s', 'y');
     expect(run.completed('c', 'yc')).toMatchObject([{ node: 'j2', pending: 1 }]);
@@ -251,7 +251,7 @@ describe('GraphRun: pending requests for joins', () => {
   });
 
   it('a soft failure skips the node and what only it leads to, and lowers the bound', () => {
-    const run = new GraphRun<string>(planOf(fork), 'x');
+    const run = new GraphRun<string>(graphShape(planOf(fork)), 'x');
     run.start();
     run.completed('r', 'y');
     run.completed('s', 'y', ['b', 'c']);
@@ -262,7 +262,7 @@ describe('GraphRun: pending requests for joins', () => {
   });
 
   it('an any join fires on its first input and takes no other', () => {
-    const run = new GraphRun<string>(planOf(fork, 'any'), 'x');
+    const run = new GraphRun<string>(graphShape(planOf(fork, 'any')), 'x');
     run.start();
     run.completed('r', 'y');
     expect(run.completed('a', 'ya')).toMatchObject([{ node: 'j', pending: 0 }]);
@@ -277,7 +277,7 @@ describe('GraphRun: pending requests for joins', () => {
       b: { kind: 'model', children: [] },
     });
     plan.nodes[1]!.data = 'request';
-    const run = new GraphRun<string>(plan, 'the request');
+    const run = new GraphRun<string>(graphShape(plan), 'the request');
     run.start();
     expect(run.completed('a', 'answer of a')).toMatchObject([{ node: 'b', input: 'the request' }]);
   });
