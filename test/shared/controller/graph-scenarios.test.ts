@@ -60,6 +60,22 @@ function ensembleSpec(): Spec {
   };
 }
 
+/** What Knative Serving writes once a Service's latest revision is up, for every Service. */
+async function markServicesReady(api: TestApiServer): Promise<void> {
+  for (const s of (await api.kube.list('knativeService', { namespace: ns })).items) {
+    await api.kube.patchStatus(
+      { kind: 'knativeService', namespace: ns, name: s.metadata.name },
+      {
+        status: {
+          observedGeneration: s.metadata.generation,
+          url: `http://${s.metadata.name}.${ns}.example.com`,
+          conditions: [{ type: 'Ready', status: 'True' }],
+        },
+      },
+    );
+  }
+}
+
 /** The model Service the ensemble names (`large-oip`): any OIP server's Knative Service. */
 const createModelService = (api: TestApiServer) =>
   api.kube.create('knativeService', ns, {
@@ -95,21 +111,8 @@ describe('the MLGraph controller against the development API server', () => {
   const modelService = () => createModelService(api);
   const service = (serviceName: string) =>
     api.kube.get({ kind: 'knativeService', namespace: ns, name: serviceName });
-  /** What Knative Serving writes once a Service's latest revision is up. */
-  const markReady = async () => {
-    for (const s of (await api.kube.list('knativeService', { namespace: ns })).items) {
-      await api.kube.patchStatus(
-        { kind: 'knativeService', namespace: ns, name: s.metadata.name },
-        {
-          status: {
-            observedGeneration: s.metadata.generation,
-            url: `http://${s.metadata.name}.${ns}.example.com`,
-            conditions: [{ type: 'Ready', status: 'True' }],
-          },
-        },
-      );
-    }
-  };
+  const markReady = () => markServicesReady(api);
+
   const setSpec = (spec: unknown) =>
     api.kube.patch({ kind: 'mlGraph', namespace: ns, name }, { spec });
 
@@ -403,18 +406,7 @@ describe.skipIf(kubectlMissing !== undefined)(
         log: capturedTelemetry('reconcile-tick').log,
       });
       await graphs.tick();
-      for (const s of (await api.kube.list('knativeService', { namespace: ns })).items) {
-        await api.kube.patchStatus(
-          { kind: 'knativeService', namespace: ns, name: s.metadata.name },
-          {
-            status: {
-              observedGeneration: s.metadata.generation,
-              url: `http://${s.metadata.name}.${ns}.example.com`,
-              conditions: [{ type: 'Ready', status: 'True' }],
-            },
-          },
-        );
-      }
+      await markServicesReady(api);
       await graphs.tick();
       const table = await kubectl('get', 'mlgraphs');
       expect(table).toMatch(/^NAME\s+READY\s+NODES\s+URL\s+AGE\n/);
