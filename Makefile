@@ -1,6 +1,6 @@
 # The README's two commands live here. `make test` works on a fresh clone with only Node, npm
 # and (or the rights to install) redis-server.
-.PHONY: test demo local deps redis-server kubectl typecheck lint unit bench build
+.PHONY: test test-redis-cluster demo local deps redis-server kubectl typecheck lint unit bench build
 
 test: deps redis-server kubectl typecheck lint unit
 
@@ -41,3 +41,11 @@ build: deps
 # Every benchmark folder under bench/ (each prints tables and a final JSON line).
 bench: deps redis-server
 	@for b in $$(ls bench | grep -v -e support -e '\.ts$$'); do npm run bench -- $$b || exit 1; done
+
+# Every test file that uses the run's Redis, against a private Redis Cluster (3 masters, 3
+# replicas) that test/support/global-setup.ts starts and stops; then the failover tests
+# (test/failover: masters SIGKILLed under load, on Sentinel and on Cluster, figures printed as
+# "failover figures {...}"). `make test` keeps one Redis and leaves both out.
+test-redis-cluster: deps redis-server
+	EDGEAI_TEST_REDIS=cluster npx vitest run $$(grep -rl --include='*.test.ts' -e 'support/redis.js' test)
+	EDGEAI_TEST_FAILOVER=1 npx vitest run test/failover

@@ -51,7 +51,13 @@ interface RedisServer {
  * configuration (e.g. the ACL users of knative/redis/statefulset.yaml).
  */
 async function startRedisServer(
-  options: { password?: string; args?: readonly string[]; dataDir?: string } = {},
+  options: {
+    password?: string;
+    args?: readonly string[];
+    dataDir?: string;
+    /** A configuration file read first (a sentinel's, which the sentinel rewrites). */
+    configFile?: string;
+  } = {},
 ): Promise<RedisServer> {
   const auth = options.password === undefined ? [] : ['--requirepass', options.password];
   // With a data directory, an append-only file (fsync every second) keeps the data across a
@@ -73,6 +79,7 @@ async function startRedisServer(
       child = spawn(
         'redis-server',
         [
+          ...(options.configFile === undefined ? [] : [options.configFile]),
           '--port',
           String(port),
           '--bind',

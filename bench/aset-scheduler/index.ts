@@ -242,10 +242,13 @@ async function redisClient(url: string, prefix: string) {
   );
   await waitReady(client, 10_000);
   let sent = 0;
-  const send = client.sendCommand.bind(client);
-  client.sendCommand = (command, stream) => {
+  // One Redis or a cluster: whichever sendCommand it has, each call is one command.
+  type Send = (...args: unknown[]) => unknown;
+  const counted = client as unknown as { sendCommand: Send };
+  const send = counted.sendCommand.bind(client);
+  counted.sendCommand = (...args) => {
     sent += 1;
-    return send(command, stream);
+    return send(...args);
   };
   return { client, commands: () => sent };
 }

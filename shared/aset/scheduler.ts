@@ -323,8 +323,14 @@ class SchedulerReplica {
       const chosen = placeStream(stream, scheduler, candidates, loadOf, policies[policy], () =>
         this.deps.uniform(),
       );
-      if (chosen === undefined)
+      if (chosen === undefined) {
+        // A twin of this request (a redelivery) may have taken the last capacity since the
+        // lookup in request(): its binding and its load are written by one script, so loads that
+        // left no room for this stream because of the twin come with the twin's binding.
+        const twin = await this.store.find(request.id);
+        if (twin !== undefined) return this.replayOf(twin, fingerprint);
         return this.rejection(request, stream, scheduler, loadOf, policy, false);
+      }
       const record = this.recordOf(request, stream, chosen, policy, fingerprint, now);
       const outcome = await this.store.reserve(record, chosen.worker.capacity, now);
       if (outcome.kind === 'bound') {

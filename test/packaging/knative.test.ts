@@ -215,12 +215,14 @@ function resolveEnv(
     const secret = from['secretKeyRef'];
     const map = from['configMapKeyRef'];
     const ref = isObj(secret) ? secret : isObj(map) ? map : {};
-    if (ref['optional'] === true && optionals === 'absent') continue;
+    // An optional ConfigMap key is read from the ConfigMap in git: absent when it has no such key.
+    if (ref['optional'] === true && optionals === 'absent' && !isObj(map)) continue;
     const value = isObj(secret)
       ? secretValue(String(secret['name']), String(secret['key']))
       : isObj(map)
         ? configMapValue(String(map['name']), String(map['key']))
         : undefined;
+    if (value === undefined && ref['optional'] === true) continue;
     if (value === undefined) {
       throw new Error(`${where}: env ${key} has no value, or refers to a missing key`);
     }
@@ -680,6 +682,41 @@ describe('Knative Services', () => {
     );
     for (const env of [sync, status, resolvedEnv(knativeService('aset-scheduler'))]) {
       expect(env['REDIS_URL']).toBe('redis://edgeai-redis.edgeai-system.svc.cluster.local:6379');
+    }
+  });
+
+  it('finds a Redis Cluster or Sentinel by ConfigMap edgeai-redis alone, as it finds one Redis', () => {
+    const shapes: Array<[Record<string, string>, Record<string, unknown>]> = [
+      [
+        { clusterNodes: 'redis-0:6379,redis-1:6379', waitReplicas: '1' },
+        {
+          url: undefined,
+          clusterNodes: [
+            { host: 'redis-0', port: 6379 },
+            { host: 'redis-1', port: 6379 },
+          ],
+          waitReplicas: 1,
+        },
+      ],
+      [
+        { sentinels: 's-0:26379', sentinelName: 'edgeai' },
+        { url: undefined, sentinels: [{ host: 's-0', port: 26379 }], sentinelName: 'edgeai' },
+      ],
+    ];
+    for (const fn of ['downstream-sync', 'upstream-status', 'aset-scheduler'] as const) {
+      for (const [data, expected] of shapes) {
+        // The ConfigMap as an operator would rewrite it: its keys, read by the functions' refs.
+        const env: Record<string, string> = {};
+        for (const entry of envOf(knativeService(fn))) {
+          const from = entry['valueFrom'];
+          const ref = isObj(from) ? from['configMapKeyRef'] : undefined;
+          if (!isObj(ref) || ref['name'] !== 'edgeai-redis') continue;
+          expect(ref['optional'], `${fn}: ${String(entry['name'])} is optional`).toBe(true);
+          const value = data[String(ref['key'])];
+          if (value !== undefined) env[String(entry['name'])] = value;
+        }
+        expect(loadConfig(env).redis, fn).toMatchObject(expected);
+      }
     }
   });
 

@@ -25,6 +25,8 @@ import {
 } from '../../shared/inference/index.js';
 import { startRedisServer } from '../../local/redis-server.js';
 import type { RedisServer } from '../../local/redis-server.js';
+import { startRedisCluster } from '../../local/redis-topologies.js';
+import type { RedisCluster } from '../../local/redis-topologies.js';
 import { createRedis, waitReady } from '../../shared/redis/index.js';
 import type { RedisClient } from '../../shared/redis/index.js';
 import { createTaskStreams } from '../../shared/sync/index.js';
@@ -293,5 +295,73 @@ describe('the mlgraph Redis user of knative/redis', () => {
         /NOPERM|user executing the script can't run this command/,
       );
     }
+  });
+});
+
+describe('the mlgraph Redis user on a Redis Cluster, with the additions docs/deploying.md names', () => {
+  // docs/deploying.md step 4: on a cluster the users also need the slot map, and WAIT with
+  // waitReplicas; without either, the client never gets ready or every write is refused.
+  const additions = ['+cluster|slots', '+cluster|info', '+wait'];
+  const password = randomBytes(16).toString('hex');
+  let cluster: RedisCluster;
+  const clients: RedisClient[] = [];
+  beforeAll(async () => {
+    cluster = await startRedisCluster();
+  }, 60_000);
+  afterAll(async () => {
+    for (const client of clients) client.disconnect();
+    await cluster?.stop();
+  });
+
+  /** Defines the manifest's mlgraph user (plus `extra` rules) on every node, and logs in. */
+  async function mlgraphUser(extra: readonly string[]): Promise<RedisClient> {
+    const [, name, ...rules] = userArgs('mlgraph', 'REDIS_MLGRAPH_PASSWORD', password);
+    for (const node of cluster.nodes) {
+      await (await admin(node.port)).call('ACL', 'SETUSER', name!, 'reset', ...rules, ...extra);
+    }
+    const client = createRedis(
+      {
+        clusterNodes: cluster.nodes,
+        username: 'mlgraph',
+        password,
+        keyPrefix: 'edgeai:',
+        commandTimeoutMs: 2000,
+        connectTimeoutMs: 2000,
+        waitReplicas: 1,
+        waitTimeoutMs: 1000,
+      },
+      () => {},
+    );
+    clients.push(client);
+    return client;
+  }
+  const admins = new Map<number, RedisClient>();
+  async function admin(port: number): Promise<RedisClient> {
+    if (!admins.has(port)) {
+      const client = createRedis(
+        {
+          url: `redis://127.0.0.1:${port}`,
+          keyPrefix: '',
+          commandTimeoutMs: 2000,
+          connectTimeoutMs: 2000,
+        },
+        () => {},
+      );
+      admins.set(port, client);
+      clients.push(client);
+      await waitReady(client, 10_000);
+    }
+    return admins.get(port)!;
+  }
+
+  it('rewards through the route store with them, and cannot get ready without them', async () => {
+    const bare = await mlgraphUser([]);
+    await expect(waitReady(bare, 3_000)).rejects.toThrow(/not ready/);
+    const user = await mlgraphUser(additions);
+    await waitReady(user, 10_000);
+    const routes = createRouteStore(user, { node: 'ns.g-r', puidTtlMs: 60_000 });
+    await routes.record('p1', ['small']);
+    expect(await routes.reward('p1', 1)).toBe('applied');
+    expect((await routes.stats(['small'])).get('small')).toMatchObject({ routed: 1, rewarded: 1 });
   });
 });

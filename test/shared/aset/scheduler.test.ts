@@ -98,6 +98,18 @@ describe('aset scheduler', () => {
     await expect(scheduler.request(request('cam-1', { rate: 5 }))).rejects.toThrow(ConflictError);
   });
 
+  it('answers two racing copies of one request alike when they compete for the last room', async () => {
+    // The copy that finds no room after its twin took it must answer the twin's binding, not a
+    // rejection the requester would believe (and then never end the stream).
+    for (let race = 0; race < 10; race += 1) {
+      const { replica } = setup(['closest']);
+      const [a, b] = [replica(), replica()];
+      for (let i = 0; i < 9; i += 1) await a.request(request(`fill-${i}`));
+      const [x, y] = await Promise.all([a.request(request('last')), b.request(request('last'))]);
+      expect([x.kind, y.kind]).toEqual(['bound', 'bound']);
+    }
+  });
+
   it('refuses a scheduler the topology does not have, naming the ones it has', async () => {
     const { scheduler } = setup();
     await expect(scheduler.request(request('x', { scheduler: 'ap-9' }))).rejects.toThrow(

@@ -11,10 +11,18 @@ describe('loadConfig', () => {
       bodyLimitBytes: 1048576,
       redis: {
         url: undefined,
+        clusterNodes: undefined,
+        sentinels: undefined,
+        sentinelName: undefined,
+        sentinelPassword: undefined,
+        tls: false,
+        username: undefined,
         password: undefined,
         keyPrefix: 'edgeai:',
         commandTimeoutMs: 1000,
         connectTimeoutMs: 2000,
+        waitReplicas: 0,
+        waitTimeoutMs: 500,
       },
       readinessTimeoutMs: 1000,
     });
@@ -40,13 +48,46 @@ describe('loadConfig', () => {
       logLevel: 'debug',
       bodyLimitBytes: 2048,
     });
-    expect(config.redis).toEqual({
+    expect(config.redis).toMatchObject({
       url: 'redis://127.0.0.1:6380/2',
       username: 'edge-worker',
       password: 'pa55:word@x',
       keyPrefix: 'site-a:',
       commandTimeoutMs: 250,
       connectTimeoutMs: 300,
+    });
+  });
+
+  it('reads a cluster by its seed nodes, and Sentinel by its sentinels and master name', () => {
+    const cluster = loadConfig({
+      REDIS_CLUSTER_NODES: 'redis-0.redis:6379, 10.0.0.7:7001,[fd00::1]:7002',
+      REDIS_TLS: 'true',
+      REDIS_WAIT_REPLICAS: '1',
+      REDIS_WAIT_TIMEOUT_MS: '250',
+    }).redis;
+    expect(cluster).toMatchObject({
+      url: undefined,
+      clusterNodes: [
+        { host: 'redis-0.redis', port: 6379 },
+        { host: '10.0.0.7', port: 7001 },
+        { host: 'fd00::1', port: 7002 },
+      ],
+      tls: true,
+      waitReplicas: 1,
+      waitTimeoutMs: 250,
+    });
+    const sentinel = loadConfig({
+      REDIS_SENTINELS: 's-0:26379,s-1:26379',
+      REDIS_SENTINEL_NAME: 'edgeai',
+      REDIS_SENTINEL_PASSWORD: 'sentinel-secret',
+    }).redis;
+    expect(sentinel).toMatchObject({
+      sentinels: [
+        { host: 's-0', port: 26379 },
+        { host: 's-1', port: 26379 },
+      ],
+      sentinelName: 'edgeai',
+      sentinelPassword: 'sentinel-secret',
     });
   });
 
@@ -63,6 +104,20 @@ describe('loadConfig', () => {
       { REDIS_URL: 'redis://user:pw@redis:6379', REDIS_USERNAME: 'edge-worker' },
       /^REDIS_USERNAME: REDIS_URL carries credentials too/,
     ],
+    [
+      { REDIS_CLUSTER_NODES: 'a:1,b' },
+      /^invalid configuration: REDIS_CLUSTER_NODES: entry 2 is not/,
+    ],
+    [{ REDIS_SENTINELS: 'a:99999' }, /REDIS_SENTINELS: entry 1 is not host:port/],
+    [
+      { REDIS_URL: 'redis://r:6379', REDIS_CLUSTER_NODES: 'a:1' },
+      /^REDIS_URL, REDIS_CLUSTER_NODES: set only one/,
+    ],
+    [{ REDIS_SENTINELS: 'a:1' }, /^REDIS_SENTINEL_NAME: required with REDIS_SENTINELS/],
+    [{ REDIS_URL: 'redis://r:6379', REDIS_SENTINEL_NAME: 'm' }, /^REDIS_SENTINEL_NAME: only with/],
+    [{ REDIS_URL: 'redis://r:6379', REDIS_TLS: 'true' }, /^REDIS_TLS: with REDIS_URL, say TLS/],
+    [{ REDIS_TLS: 'maybe' }, /REDIS_TLS: /],
+    [{ REDIS_WAIT_REPLICAS: '-1' }, /REDIS_WAIT_REPLICAS: /],
   ])('names the bad variable: %o', (env, message) => {
     expect(() => loadConfig(env)).toThrow(ConfigError);
     expect(() => loadConfig(env)).toThrow(message);

@@ -97,7 +97,7 @@ describe('upstream-status', () => {
     const current = await service();
     return {
       status: current['status'],
-      keys: (await redis.client.keys(`${redis.prefix}*`)).length,
+      keys: (await redis.keys()).length,
     };
   };
 
