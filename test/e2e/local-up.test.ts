@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { execFile } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -112,17 +112,20 @@ describe.skipIf(kubectlMissing !== undefined)(
 
       // The worker's pino lines, in its own file under the logs directory the stack printed.
       const logs = (await out.wait(/^ {2}logs {8}(\S+) /, 1_000))[1]!;
-      const edgeLog = readFileSync(
-        join(logs, 'default.helmet-detection-demo-edge-00001.log'),
-        'utf8',
-      );
-      const served = edgeLog
-        .split('\n')
-        .filter((line) => line.startsWith('{'))
-        .map((line) => JSON.parse(line) as { path?: string; status?: number });
-      expect(
-        served.some((l) => l.path === '/v2/models/small-model/infer' && l.status === 200),
-      ).toBe(true);
+      // The worker writes its access line once the response has gone out, so it may land a
+      // moment after the answer: read the file until it is there (or 10 s have passed).
+      const logFile = join(logs, 'default.helmet-detection-demo-edge-00001.log');
+      const servedOk = () =>
+        existsSync(logFile) &&
+        readFileSync(logFile, 'utf8')
+          .split('\n')
+          .slice(0, -1) // a line still being written has no newline yet
+          .filter((line) => line.startsWith('{'))
+          .map((line) => JSON.parse(line) as { path?: string; status?: number })
+          .some((l) => l.path === '/v2/models/small-model/infer' && l.status === 200);
+      const logDeadline = Date.now() + 10_000;
+      while (!servedOk() && Date.now() < logDeadline) await new Promise((r) => setTimeout(r, 100));
+      expect(servedOk()).toBe(true);
 
       await kubectl('delete', 'jis', 'helmet-detection-demo');
       await out.wait(/^gone +default\/helmet-detection-demo-edge$/, 30_000);
