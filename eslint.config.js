@@ -15,40 +15,69 @@ const offlinePackages = layers.offlinePackages.map((name) => ({
   message: `${name} is for offline tools (layers.json "offline"): it must never reach a function`,
 }));
 
+/**
+ * Within shared/aset/: what serves the aset-scheduler function (the top folder) never imports
+ * the simulator (sim/) or the trainer (learn/, the only part that may import shared/training),
+ * and the simulator never imports the trainer.
+ */
+const asetParts = [
+  {
+    files: ['shared/aset/*.ts'],
+    regex: '^\\./(sim|learn)/|^\\.\\./training/',
+    message:
+      'shared/aset/ serves the aset-scheduler function: it never imports the simulator (sim/), the trainer (learn/) or shared/training',
+  },
+  {
+    files: ['shared/aset/sim/**/*.ts'],
+    regex: '^\\.\\./learn/|^\\.\\./\\.\\./training/',
+    message: 'the simulator (shared/aset/sim/) never imports the trainer (learn/, shared/training)',
+  },
+];
+
+/** no-restricted-imports for the files of one domain, with any further patterns of theirs. */
+function domainRule(domain, level, extraPatterns) {
+  const above = layers.shared
+    .slice(level)
+    .flat()
+    .filter((other) => other !== domain);
+  return {
+    'no-restricted-imports': [
+      'error',
+      {
+        paths: layers.offline.includes(domain) ? [] : offlinePackages,
+        patterns: [
+          ...(above.length === 0
+            ? []
+            : [
+                {
+                  regex: `^\\.\\./(${above.join('|')})/`,
+                  message: `shared/${domain} is on layer ${level} of layers.json: it imports only domains on the layers below (docs/architecture.md)`,
+                },
+              ]),
+          {
+            regex: `^(\\.\\./)+(${serving.join('|')})/`,
+            message:
+              "shared/ is the functions' library: it never imports bin/, bench/, test/, local/ or functions/",
+          },
+          ...extraPatterns,
+        ],
+      },
+    ],
+  };
+}
+
 function domainBoundaries() {
   return layers.shared.flatMap((layer, level) =>
-    layer.map((domain) => {
-      const above = layers.shared
-        .slice(level)
-        .flat()
-        .filter((other) => other !== domain);
-      return {
-        files: [`shared/${domain}/**/*.ts`],
-        rules: {
-          'no-restricted-imports': [
-            'error',
-            {
-              paths: layers.offline.includes(domain) ? [] : offlinePackages,
-              patterns: [
-                ...(above.length === 0
-                  ? []
-                  : [
-                      {
-                        regex: `^\\.\\./(${above.join('|')})/`,
-                        message: `shared/${domain} is on layer ${level} of layers.json: it imports only domains on the layers below (docs/architecture.md)`,
-                      },
-                    ]),
-                {
-                  regex: `^\\.\\./\\.\\./(${serving.join('|')})/`,
-                  message:
-                    "shared/ is the functions' library: it never imports bin/, bench/, test/, local/ or functions/",
-                },
-              ],
-            },
-          ],
-        },
-      };
-    }),
+    layer.flatMap((domain) => [
+      { files: [`shared/${domain}/**/*.ts`], rules: domainRule(domain, level, []) },
+      // A later entry for the same rule replaces it, so each part repeats the domain's patterns.
+      ...(domain === 'aset'
+        ? asetParts.map(({ files, regex, message }) => ({
+            files,
+            rules: domainRule(domain, level, [{ regex, message }]),
+          }))
+        : []),
+    ]),
   );
 }
 

@@ -1,6 +1,6 @@
 /**
  * `npm run aset:train -- --topology <name> [--episodes M] [--seed S]`: trains the ASET DQN on
- * the simulated topology (Algorithm 1, shared/aset/training.ts) with a progress bar, exports
+ * the simulated topology (Algorithm 1, shared/aset/learn/training.ts) with a progress bar, exports
  * the Q-network that scored best on the validation seeds to models/aset-<topology>.onnx, writes
  * models/aset-<topology>.json (settings, learning and validation curves, the static policies on
  * the same validation runs, and `deployed`: the network, or a static policy that beat it there)
@@ -15,11 +15,11 @@ import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { SingleBar } from 'cli-progress';
 import { writeLinePlot } from '../bench/support/plot.js';
-import { exportQNetwork } from '../shared/aset/dqn.js';
+import { exportQNetwork } from '../shared/aset/learn/dqn.js';
 import { loadScenario, scenarioFingerprint } from '../shared/aset/scenario.js';
 import { stateSize } from '../shared/aset/state.js';
-import { trainAset } from '../shared/aset/training.js';
-import type { EpisodeResult, TrainingOptions } from '../shared/aset/training.js';
+import { trainAset } from '../shared/aset/learn/training.js';
+import type { EpisodeResult, TrainingOptions } from '../shared/aset/learn/training.js';
 
 const root = new URL('../../', import.meta.url);
 const dataDir = new URL('data/aset/', root);

@@ -42,7 +42,7 @@ import type { AsetScheduler, SchedulerStatus } from '../../shared/aset/scheduler
 import { streamRequest } from '../../shared/aset/stream-request.js';
 import type { StreamRequest } from '../../shared/aset/stream-request.js';
 import type { PolicyName } from '../../shared/aset/types.js';
-import { constantLambda, Workload } from '../../shared/aset/workload.js';
+import { constantLambda, Workload } from '../../shared/aset/sim/workload.js';
 import { startRedisServer } from '../../local/index.js';
 import { createRedis, waitReady } from '../../shared/redis/index.js';
 import type { RedisClient } from '../../shared/redis/index.js';

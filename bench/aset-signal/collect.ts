@@ -1,7 +1,7 @@
 /** The simulations of the aset-signal bench, as a job a worker thread or the main thread runs. */
 import { Worker } from 'node:worker_threads';
-import { deviationTrials } from '../../shared/aset/oracle.js';
-import type { DeviationTrial } from '../../shared/aset/oracle.js';
+import { deviationTrials } from '../../shared/aset/sim/oracle.js';
+import type { DeviationTrial } from '../../shared/aset/sim/oracle.js';
 import type { PolicyName } from '../../shared/aset/types.js';
 import { optionsFor } from '../aset-sim/jobs.js';
 import type { TopologyName } from '../aset-sim/jobs.js';

@@ -3,7 +3,7 @@
  * deviate to? Leave-one-seed-out: a learner fits on the other seeds' decisions and chooses on
  * the held-out seed's; its score is the gain its choices actually had there.
  */
-import { qNetworkLayers } from '../../shared/aset/dqn.js';
+import { qNetworkLayers } from '../../shared/aset/learn/dqn.js';
 import { greedyAction as argmax } from '../../shared/aset/greedy.js';
 import { Adam, Network } from '../../shared/training/network.js';
 import { seededRandom, shuffle } from '../../shared/random/index.js';

@@ -1,6 +1,6 @@
 /**
  * bench/aset-sim: the ASET paper's simulated evaluation (section V, figures 4-7) on our three
- * topologies. Every run goes through `runControlled` (shared/aset/episode.ts), the loop the
+ * topologies. Every run goes through `runControlled` (shared/aset/sim/episode.ts), the loop the
  * training and the function use, with T = 25 s.
  *
  * 1. lambda = 60 on dc-cloud, co-dc-cloud and full-edge: success / QoS-failure / rejection % of
@@ -29,10 +29,10 @@ import { availableParallelism } from 'node:os';
 import { relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { runControlled } from '../../shared/aset/episode.js';
-import type { WindowController } from '../../shared/aset/episode.js';
-import { bestStaticInHindsight } from '../../shared/aset/oracle.js';
-import type { Outcomes } from '../../shared/aset/simulator.js';
+import { runControlled } from '../../shared/aset/sim/episode.js';
+import type { WindowController } from '../../shared/aset/window.js';
+import { bestStaticInHindsight } from '../../shared/aset/sim/oracle.js';
+import type { Outcomes } from '../../shared/aset/window.js';
 import { readTrainedNetwork } from '../../shared/aset/network-card.js';
 import { policyNames } from '../../shared/aset/types.js';
 import type { PolicyName, Topology } from '../../shared/aset/types.js';

@@ -3,19 +3,21 @@
  * in a worker thread or in the main thread and gives the same numbers (everything is seeded).
  */
 import { existsSync } from 'node:fs';
-import { runControlled, staticController } from '../../shared/aset/episode.js';
-import type { ControlledWindow, WindowController } from '../../shared/aset/episode.js';
-import { runGreedyOracle } from '../../shared/aset/oracle.js';
+import { runControlled, staticController } from '../../shared/aset/sim/episode.js';
+import type { ControlledWindow } from '../../shared/aset/sim/episode.js';
+import type { WindowController } from '../../shared/aset/window.js';
+import { runGreedyOracle } from '../../shared/aset/sim/oracle.js';
 import { loadScenario } from '../../shared/aset/scenario.js';
 import type { Scenario } from '../../shared/aset/scenario.js';
-import type { Outcomes, SimulationOptions } from '../../shared/aset/simulator.js';
+import type { SimulationOptions } from '../../shared/aset/sim/simulator.js';
+import type { Outcomes } from '../../shared/aset/window.js';
 import type { PolicyName } from '../../shared/aset/types.js';
 import {
   constantLambda,
   fallingLambdaPattern,
   risingLambdaPattern,
-} from '../../shared/aset/workload.js';
-import type { LambdaSchedule } from '../../shared/aset/workload.js';
+} from '../../shared/aset/sim/workload.js';
+import type { LambdaSchedule } from '../../shared/aset/sim/workload.js';
 
 /** The paper's three scenarios (section V-A), from the most central to the most distributed. */
 const topologyNames = ['dc-cloud', 'co-dc-cloud', 'full-edge'] as const;

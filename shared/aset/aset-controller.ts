@@ -6,7 +6,7 @@
  */
 import { loadOnnxModel } from '../inference/onnx-runtime.js';
 import { greedyAction } from './greedy.js';
-import type { WindowController } from './episode.js';
+import type { WindowController } from './window.js';
 import type { NetworkCard } from './network-card.js';
 import { encodeState, stateSize } from './state.js';
 import { policyNames } from './types.js';

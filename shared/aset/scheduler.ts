@@ -10,11 +10,11 @@ import { ConflictError, NotFoundError, ValidationError } from '../errors/index.j
 import type { Delivery } from '../redis/index.js';
 import type { BindingRecord, BindingStore, WindowOutcome } from './binding-store.js';
 import { violations } from './constraints.js';
-import type { WindowController } from './episode.js';
+import type { WindowController } from './window.js';
 import { binOffset } from './observation.js';
 import { placeStream } from './placement.js';
 import { policies } from './policies.js';
-import type { SimulationWindow } from './simulator.js';
+import type { SimulationWindow } from './window.js';
 import type { StreamRequest } from './stream-request.js';
 import { constraintNames, policyNames } from './types.js';
 import type { ConstraintName, PolicyName, Scheduler, Stream, Topology, Worker } from './types.js';

@@ -22,7 +22,7 @@
  * the seven policies in `policyNames` order.
  */
 import { STREAMS, featuresPerWorker } from './observation.js';
-import type { SimulationWindow } from './simulator.js';
+import type { SimulationWindow } from './window.js';
 import { policyNames } from './types.js';
 import type { Topology } from './types.js';
 

@@ -3,7 +3,7 @@
  * backward passes (checked numerically in test/shared/training/gradients.test.ts), softmax
  * cross-entropy and Adam. The raw outputs (`logits`) and an arbitrary output gradient
  * (`backpropagate`) are open too, for losses other than cross-entropy: the ASET DQN's TD loss
- * (shared/aset/dqn.ts). Written here rather than taken from @tensorflow/tfjs: tfjs-node cannot
+ * (shared/aset/learn/dqn.ts). Written here rather than taken from @tensorflow/tfjs: tfjs-node cannot
  * install on these machines, and pure tfjs adds ~360 MB of packages and trains our CNN several
  * times slower than these typed-array loops. Doubles throughout; the ONNX export is float32.
  */

@@ -81,4 +81,42 @@ describe('the layering of shared/', () => {
       ),
     ).toEqual([expect.stringContaining('a function imports only shared/')]);
   });
+
+  it('keeps the simulator and the trainer out of what serves ASET (shared/aset/sim, learn)', async () => {
+    const eslint = new ESLint({ cwd: root });
+    const lint = async (file: string, code: string) => {
+      const [result] = await eslint.lintText(code, { filePath: `${root}${file}` });
+      return (result?.messages ?? [])
+        .filter((m) => m.ruleId === 'no-restricted-imports')
+        .map((m) => m.message);
+    };
+    const serves = 'shared/aset/scheduler.ts';
+    expect(
+      await lint(serves, "import type { X } from './sim/simulator.js';\nexport type { X };\n"),
+    ).toEqual([expect.stringContaining('never imports the simulator')]);
+    expect(await lint(serves, "import { x } from './learn/dqn.js';\nexport { x };\n")).toEqual([
+      expect.stringContaining('never imports the simulator'),
+    ]);
+    expect(
+      await lint(serves, "import { x } from '../training/network.js';\nexport { x };\n"),
+    ).toEqual([expect.stringContaining('never imports the simulator')]);
+    expect(
+      await lint(
+        'shared/aset/sim/oracle.ts',
+        "import { x } from '../learn/dqn.js';\nexport { x };\n",
+      ),
+    ).toEqual([expect.stringContaining('never imports the trainer')]);
+    expect(
+      await lint(
+        'shared/aset/sim/oracle.ts',
+        "import { x } from '../../../bench/run.js';\nexport { x };\n",
+      ),
+    ).toEqual([expect.stringContaining('never imports bin/, bench/')]);
+    expect(
+      await lint(
+        'shared/aset/learn/dqn.ts',
+        "import { x } from '../sim/episode.js';\nexport { x };\n",
+      ),
+    ).toEqual([]);
+  });
 });

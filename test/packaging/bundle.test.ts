@@ -40,6 +40,14 @@ describe('the image bundle, per function', () => {
     const has = (name: string, prefix: string) =>
       bundles.find((b) => b.name === name)?.modules.some((m) => m.startsWith(prefix));
     expect(has('aset-scheduler', 'shared/aset/')).toBe(true);
+    // The check, spelled out: the live scheduler carries no trainer and no simulator.
+    for (const research of [
+      'shared/training/',
+      'node_modules/onnx-proto/',
+      'shared/aset/sim/',
+      'shared/aset/learn/',
+    ])
+      expect(has('aset-scheduler', research), research).toBe(false);
     expect(has('edge-infer', 'shared/inference/')).toBe(true);
     expect(has('edge-infer', 'shared/aset/')).toBe(false);
     expect(has('router', 'shared/mlgraph/')).toBe(true);

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBindingStore } from '../../../shared/aset/binding-store.js';
-import type { WindowController } from '../../../shared/aset/episode.js';
+import type { WindowController } from '../../../shared/aset/window.js';
 import {
   LOAD,
   RESPONSES_PER_S,
@@ -16,7 +16,7 @@ import {
 import { createAsetScheduler } from '../../../shared/aset/scheduler.js';
 import { streamRequest } from '../../../shared/aset/stream-request.js';
 import type { StreamRequest } from '../../../shared/aset/stream-request.js';
-import type { SimulationWindow } from '../../../shared/aset/simulator.js';
+import type { SimulationWindow } from '../../../shared/aset/window.js';
 import type { PolicyName } from '../../../shared/aset/types.js';
 import { ConflictError, ValidationError } from '../../../shared/errors/index.js';
 import { tiny } from '../../support/aset.js';

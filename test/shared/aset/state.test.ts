@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { featuresPerWorker, LOAD, STREAMS } from '../../../shared/aset/observation.js';
 import type { Observation } from '../../../shared/aset/observation.js';
-import type { SimulationWindow } from '../../../shared/aset/simulator.js';
+import type { SimulationWindow } from '../../../shared/aset/window.js';
 import { encodeState, stateSize, timeSlices as defaultSlices } from '../../../shared/aset/state.js';
 import { policyNames } from '../../../shared/aset/types.js';
 import type { PolicyName, Topology, Worker } from '../../../shared/aset/types.js';

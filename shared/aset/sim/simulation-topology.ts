@@ -4,7 +4,7 @@
  * batch slots, and the FIFO ring of query slots they share. Typed arrays, so the hot path
  * allocates nothing per query.
  */
-import type { Scheduler, Topology, Worker } from './types.js';
+import type { Scheduler, Topology, Worker } from '../types.js';
 
 /** d and sigma per (scheduler, worker), so a query's network draw reads two numbers. */
 class LinkTable {

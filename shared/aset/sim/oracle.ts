@@ -38,10 +38,11 @@
 import { checkSpec, defaultWindowMs, summarize, windowEnds } from './episode.js';
 import type { ControlledRun, ControlledRunSpec, ControlledWindow } from './episode.js';
 import { createSimulation } from './simulator.js';
-import type { Outcomes, Simulation, SimulationOptions } from './simulator.js';
-import { encodeState } from './state.js';
-import { policyNames } from './types.js';
-import type { PolicyName } from './types.js';
+import type { Simulation, SimulationOptions } from './simulator.js';
+import type { Outcomes } from '../window.js';
+import { encodeState } from '../state.js';
+import { policyNames } from '../types.js';
+import type { PolicyName } from '../types.js';
 
 /** Knobs of the oracle; the defaults are the greedy oracle the bench reports. */
 interface OracleOptions {

@@ -4,12 +4,7 @@
  * stream's queries are counted as their send times pass.
  */
 
-/** Query counts by outcome. */
-interface Outcomes {
-  success: number;
-  qosFailure: number;
-  rejected: number;
-}
+import type { Outcomes } from '../window.js';
 
 /** A run's counts so far (`Simulation.totals`). */
 interface Totals extends Outcomes {
@@ -149,4 +144,4 @@ class OutcomeLedger {
 }
 
 export { OutcomeLedger };
-export type { Outcomes, Totals };
+export type { Totals };

@@ -1,21 +1,22 @@
 /** The greedy hindsight oracle, checked against brute force on a short full-edge run. */
 import { describe, expect, it } from 'vitest';
-import { runControlled, staticController } from '../../../shared/aset/episode.js';
-import type { ControlledRun, WindowController } from '../../../shared/aset/episode.js';
+import { runControlled, staticController } from '../../../../shared/aset/sim/episode.js';
+import type { ControlledRun } from '../../../../shared/aset/sim/episode.js';
+import type { WindowController } from '../../../../shared/aset/window.js';
 import {
   bestStaticInHindsight,
   deviationTrials,
   runGreedyOracle,
-} from '../../../shared/aset/oracle.js';
-import { loadScenario } from '../../../shared/aset/scenario.js';
-import { createSimulation } from '../../../shared/aset/simulator.js';
-import { encodeState } from '../../../shared/aset/state.js';
-import type { SimulationOptions } from '../../../shared/aset/simulator.js';
-import { policyNames } from '../../../shared/aset/types.js';
-import type { PolicyName } from '../../../shared/aset/types.js';
-import { constantLambda } from '../../../shared/aset/workload.js';
+} from '../../../../shared/aset/sim/oracle.js';
+import { loadScenario } from '../../../../shared/aset/scenario.js';
+import { createSimulation } from '../../../../shared/aset/sim/simulator.js';
+import { encodeState } from '../../../../shared/aset/state.js';
+import type { SimulationOptions } from '../../../../shared/aset/sim/simulator.js';
+import { policyNames } from '../../../../shared/aset/types.js';
+import type { PolicyName } from '../../../../shared/aset/types.js';
+import { constantLambda } from '../../../../shared/aset/sim/workload.js';
 
-const dataDir = new URL('../../../data/aset/', import.meta.url);
+const dataDir = new URL('../../../../data/aset/', import.meta.url);
 
 /** Plays back a fixed policy sequence, one per window. */
 function scripted(policies: readonly PolicyName[]): WindowController {

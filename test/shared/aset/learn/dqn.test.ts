@@ -10,13 +10,13 @@ import {
   epsilonAt,
   exportQNetwork,
   qNetworkLayers,
-} from '../../../shared/aset/dqn.js';
-import { greedyAction } from '../../../shared/aset/greedy.js';
-import type { DqnOptions } from '../../../shared/aset/dqn.js';
-import { loadOnnxModel } from '../../../shared/inference/onnx-runtime.js';
-import { Network } from '../../../shared/training/network.js';
-import { onnxSignature } from '../../../shared/training/onnx-export.js';
-import { seededRandom } from '../../../shared/random/index.js';
+} from '../../../../shared/aset/learn/dqn.js';
+import { greedyAction } from '../../../../shared/aset/greedy.js';
+import type { DqnOptions } from '../../../../shared/aset/learn/dqn.js';
+import { loadOnnxModel } from '../../../../shared/inference/onnx-runtime.js';
+import { Network } from '../../../../shared/training/network.js';
+import { onnxSignature } from '../../../../shared/training/onnx-export.js';
+import { seededRandom } from '../../../../shared/random/index.js';
 
 describe('epsilonAt', () => {
   it('linear: start, evenly down to end at `episodes`, then end', () => {

@@ -2,7 +2,7 @@
  * The simulator's per-stream and per-query state as parallel typed arrays indexed by slot, so the
  * hot path allocates nothing per query (simulator.ts's event loop reads and writes them).
  */
-import type { Stream } from './types.js';
+import type { Stream } from '../types.js';
 import { queriesOf } from './workload.js';
 
 /** A Float64Array at least `size` long holding `array`'s values. */

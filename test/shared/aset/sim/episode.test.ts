@@ -1,17 +1,22 @@
 /** The window-control loop: per-window policies, warm-up accounting, determinism. */
 import { describe, expect, it } from 'vitest';
-import { defaultWindowMs, runControlled, staticController } from '../../../shared/aset/episode.js';
-import type { WindowController } from '../../../shared/aset/episode.js';
-import { STREAMS, featuresPerWorker } from '../../../shared/aset/observation.js';
-import { loadScenario } from '../../../shared/aset/scenario.js';
-import { createSimulation, runStatic } from '../../../shared/aset/simulator.js';
-import type { SimulationOptions, SimulationWindow } from '../../../shared/aset/simulator.js';
-import type { PolicyName, Stream } from '../../../shared/aset/types.js';
-import { constantLambda } from '../../../shared/aset/workload.js';
-import type { StreamArrival } from '../../../shared/aset/workload.js';
-import { tiny } from '../../support/aset.js';
+import {
+  defaultWindowMs,
+  runControlled,
+  staticController,
+} from '../../../../shared/aset/sim/episode.js';
+import type { WindowController } from '../../../../shared/aset/window.js';
+import { STREAMS, featuresPerWorker } from '../../../../shared/aset/observation.js';
+import { loadScenario } from '../../../../shared/aset/scenario.js';
+import { createSimulation, runStatic } from '../../../../shared/aset/sim/simulator.js';
+import type { SimulationOptions } from '../../../../shared/aset/sim/simulator.js';
+import type { SimulationWindow } from '../../../../shared/aset/window.js';
+import type { PolicyName, Stream } from '../../../../shared/aset/types.js';
+import { constantLambda } from '../../../../shared/aset/sim/workload.js';
+import type { StreamArrival } from '../../../../shared/aset/sim/workload.js';
+import { tiny } from '../../../support/aset.js';
 
-const dataDir = new URL('../../../data/aset/', import.meta.url);
+const dataDir = new URL('../../../../data/aset/', import.meta.url);
 
 function stream(id: number): Stream {
   return {

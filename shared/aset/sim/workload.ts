@@ -8,9 +8,9 @@
  * seed), never shared with network noise or policy draws: two runs on one seed see the identical
  * streams whatever policy schedules them, which is what makes policies comparable.
  */
-import { seededRandom } from '../random/index.js';
-import type { AppSpec, Range } from './scenario.js';
-import type { Stream } from './types.js';
+import { seededRandom } from '../../random/index.js';
+import type { AppSpec, Range } from '../scenario.js';
+import type { Stream } from '../types.js';
 
 /** From `fromS` on (until the next step), clients arrive at `lambda` per minute per access point. */
 interface LambdaStep {

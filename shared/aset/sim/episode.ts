@@ -6,23 +6,13 @@
  * with exactly the same window boundaries and counting rules.
  */
 import { createSimulation } from './simulator.js';
-import type { Outcomes, SimulationOptions, SimulationWindow } from './simulator.js';
-import { policyNames } from './types.js';
-import type { PolicyName } from './types.js';
+import type { SimulationOptions } from './simulator.js';
+import type { Outcomes, SimulationWindow, WindowController } from '../window.js';
+import { policyNames } from '../types.js';
+import type { PolicyName } from '../types.js';
 
 /** The paper's T (section V-B: "we sample the state using a time window T = 25 seconds"). */
 const defaultWindowMs = 25_000;
-
-/**
- * Anything that picks the policy for the next window: a static baseline, the trained DQN
- * (aset-controller.ts) or a scripted test double. May be async because the DQN runs in
- * onnxruntime.
- */
-interface WindowController {
-  readonly name: string;
-  /** Policy for the next window of T, from the window that just ended (undefined before the first window). */
-  choose(previous: SimulationWindow | undefined): PolicyName | Promise<PolicyName>;
-}
 
 /**
  * A static policy as a controller, so baselines run through the same loop (and the same window
@@ -133,4 +123,4 @@ async function runControlled(
 }
 
 export { defaultWindowMs, staticController, runControlled, checkSpec, windowEnds, summarize };
-export type { WindowController, ControlledWindow, ControlledRun, ControlledRunSpec };
+export type { ControlledWindow, ControlledRun, ControlledRunSpec };

@@ -24,11 +24,11 @@
  * minibatch draws come from three seeded generators, and the arithmetic is plain doubles on one
  * thread.
  */
-import { Adam, Network } from '../training/network.js';
-import type { LayerSpec, Parameter } from '../training/network.js';
-import { exportOnnx } from '../training/onnx-export.js';
-import { seededRandom } from '../random/index.js';
-import { greedyAction } from './greedy.js';
+import { Adam, Network } from '../../training/network.js';
+import type { LayerSpec, Parameter } from '../../training/network.js';
+import { exportOnnx } from '../../training/onnx-export.js';
+import { seededRandom } from '../../random/index.js';
+import { greedyAction } from '../greedy.js';
 
 /**
  * How epsilon falls from `start` to `end` over the first `episodes` episodes, then stays at
@@ -370,7 +370,7 @@ function denseWeightGradient(
  * and the target network runs only on non-terminal next states. Measured 2.5-4x the per-sample
  * path's steps per second on [3000] -> 128 -> 64 -> 7 with batch 32 (on a busy 2-core
  * machine). The same sums in a different order, so equal to the per-sample path up to
- * rounding; test/shared/aset/dqn.test.ts checks its gradient against central differences of
+ * rounding; test/shared/aset/learn/dqn.test.ts checks its gradient against central differences of
  * the per-sample loss.
  */
 class BatchedMlp {

@@ -1,7 +1,7 @@
 /** The ASET workload: seeded Poisson clients drawing Table I streams. */
 import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
-import { durationScaleFor, parseApps } from '../../../shared/aset/scenario.js';
+import { durationScaleFor, parseApps } from '../../../../shared/aset/scenario.js';
 import {
   Workload,
   constantLambda,
@@ -10,11 +10,11 @@ import {
   lambdaAt,
   queriesOf,
   risingLambdaPattern,
-} from '../../../shared/aset/workload.js';
-import type { LambdaSchedule, WorkloadOptions } from '../../../shared/aset/workload.js';
+} from '../../../../shared/aset/sim/workload.js';
+import type { LambdaSchedule, WorkloadOptions } from '../../../../shared/aset/sim/workload.js';
 
 const apps = parseApps(
-  await readFile(new URL('../../../data/aset/apps.yaml', import.meta.url), 'utf8'),
+  await readFile(new URL('../../../../data/aset/apps.yaml', import.meta.url), 'utf8'),
 );
 const schedulers = ['ap-0', 'ap-1', 'ap-2', 'ap-3'];
 

@@ -25,19 +25,19 @@
  *   (`Deployed`): selection among meta-policies on held-out seeds.
  */
 import { DqnAgent } from './dqn.js';
-import { greedyAction } from './greedy.js';
-import { summarize, windowEnds } from './episode.js';
-import type { ControlledWindow } from './episode.js';
+import { greedyAction } from '../greedy.js';
+import { summarize, windowEnds } from '../sim/episode.js';
+import type { ControlledWindow } from '../sim/episode.js';
 import type { DqnOptions, EpisodeReport } from './dqn.js';
-import type { Scenario } from './scenario.js';
-import { createSimulation } from './simulator.js';
-import type { SimulationWindow } from './simulator.js';
-import { encodeState, stateSize } from './state.js';
-import { policyNames } from './types.js';
-import type { PolicyName } from './types.js';
-import { constantLambda } from './workload.js';
-import { seededRandom } from '../random/index.js';
-import type { Network } from '../training/network.js';
+import type { Scenario } from '../scenario.js';
+import { createSimulation } from '../sim/simulator.js';
+import type { SimulationWindow } from '../window.js';
+import { encodeState, stateSize } from '../state.js';
+import { policyNames } from '../types.js';
+import type { PolicyName } from '../types.js';
+import { constantLambda } from '../sim/workload.js';
+import { seededRandom } from '../../random/index.js';
+import type { Network } from '../../training/network.js';
 
 interface TrainingOptions {
   readonly scenario: Scenario;

@@ -6,16 +6,16 @@ import {
   RESPONSES_PER_S,
   STREAMS,
   featuresPerWorker,
-} from '../../../shared/aset/observation.js';
-import { loadScenario } from '../../../shared/aset/scenario.js';
-import { createSimulation, runStatic } from '../../../shared/aset/simulator.js';
-import type { SimulationOptions } from '../../../shared/aset/simulator.js';
-import type { Stream } from '../../../shared/aset/types.js';
-import { constantLambda } from '../../../shared/aset/workload.js';
-import type { StreamArrival } from '../../../shared/aset/workload.js';
-import { tiny } from '../../support/aset.js';
+} from '../../../../shared/aset/observation.js';
+import { loadScenario } from '../../../../shared/aset/scenario.js';
+import { createSimulation, runStatic } from '../../../../shared/aset/sim/simulator.js';
+import type { SimulationOptions } from '../../../../shared/aset/sim/simulator.js';
+import type { Stream } from '../../../../shared/aset/types.js';
+import { constantLambda } from '../../../../shared/aset/sim/workload.js';
+import type { StreamArrival } from '../../../../shared/aset/sim/workload.js';
+import { tiny } from '../../../support/aset.js';
 
-const dataDir = new URL('../../../data/aset/', import.meta.url);
+const dataDir = new URL('../../../../data/aset/', import.meta.url);
 
 function stream(id: number, overrides: Partial<Stream> = {}): Stream {
   return {

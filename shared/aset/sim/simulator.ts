@@ -30,19 +30,20 @@
  * The hot path allocates nothing per query: streams, queries, queues and batches live in typed
  * arrays indexed by slot, and events are int32 payloads in `EventQueue`.
  */
-import { normal, seededRandom } from '../random/index.js';
+import { normal, seededRandom } from '../../random/index.js';
 import { EventQueue } from './event-queue.js';
-import { ObservationRecorder } from './observation.js';
-import type { Observation } from './observation.js';
-import { placeStream } from './placement.js';
-import { policies as staticPolicies } from './policies.js';
-import { durationScaleFor } from './scenario.js';
-import type { AppSpec } from './scenario.js';
+import { ObservationRecorder } from '../observation.js';
+import type { Observation } from '../observation.js';
+import { placeStream } from '../placement.js';
+import { policies as staticPolicies } from '../policies.js';
+import { durationScaleFor } from '../scenario.js';
+import type { AppSpec } from '../scenario.js';
 import { OutcomeLedger } from './simulation-outcomes.js';
-import type { Outcomes, Totals } from './simulation-outcomes.js';
+import type { Totals } from './simulation-outcomes.js';
+import type { Outcomes, SimulationWindow } from '../window.js';
 import { QueryTable, StreamTable } from './simulation-tables.js';
 import { LinkTable, WorkerPool } from './simulation-topology.js';
-import type { Policy, PolicyName, Stream, Topology, Worker } from './types.js';
+import type { Policy, PolicyName, Stream, Topology, Worker } from '../types.js';
 import { Workload, deriveSeed, queriesOf } from './workload.js';
 import type { LambdaSchedule, StreamArrival } from './workload.js';
 
@@ -63,16 +64,6 @@ interface SimulationOptions {
   readonly policy?: PolicyName;
   /** Replaces the policy implementations (tests); default those of policies.ts. */
   readonly policies?: Readonly<Record<PolicyName, Policy>>;
-}
-
-/** What happened between two `takeWindow` calls. */
-interface SimulationWindow extends Outcomes {
-  readonly startMs: number;
-  readonly endMs: number;
-  /** The policy in force when the window was taken (the one chosen for it, in a controlled run). */
-  readonly policy: PolicyName;
-  /** Samples taken in (startMs, endMs], oldest first. */
-  readonly samples: readonly Observation[];
 }
 
 interface Simulation {
@@ -464,13 +455,4 @@ function runStatic(
 }
 
 export { createSimulation, runStatic };
-export type {
-  SimulationOptions,
-  Outcomes,
-  Totals,
-  SimulationWindow,
-  Simulation,
-  WindowOutcomes,
-  StaticRun,
-  ArrivalSource,
-};
+export type { SimulationOptions, Totals, Simulation, WindowOutcomes, StaticRun, ArrivalSource };

@@ -1,13 +1,18 @@
 /** ASET training (Algorithm 1) on the dc-cloud scenario: reward, cut at theta, determinism. */
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadScenario } from '../../../shared/aset/scenario.js';
-import type { Scenario } from '../../../shared/aset/scenario.js';
-import type { SimulationWindow } from '../../../shared/aset/simulator.js';
-import { reward, scoreGreedy, scoreRuns, trainAset } from '../../../shared/aset/training.js';
-import { policyNames } from '../../../shared/aset/types.js';
-import type { TrainingOptions } from '../../../shared/aset/training.js';
+import { loadScenario } from '../../../../shared/aset/scenario.js';
+import type { Scenario } from '../../../../shared/aset/scenario.js';
+import type { SimulationWindow } from '../../../../shared/aset/window.js';
+import {
+  reward,
+  scoreGreedy,
+  scoreRuns,
+  trainAset,
+} from '../../../../shared/aset/learn/training.js';
+import { policyNames } from '../../../../shared/aset/types.js';
+import type { TrainingOptions } from '../../../../shared/aset/learn/training.js';
 
-const dataDir = new URL('../../../data/aset/', import.meta.url);
+const dataDir = new URL('../../../../data/aset/', import.meta.url);
 
 const outcome = (success: number, qosFailure: number, rejected: number): SimulationWindow => ({
   startMs: 0,
