@@ -36,15 +36,16 @@ import { ObservationRecorder } from '../observation.js';
 import type { Observation } from '../observation.js';
 import { placeStream } from '../placement.js';
 import { policies as staticPolicies } from '../policies.js';
-import { durationScaleFor } from '../scenario.js';
 import type { AppSpec } from '../scenario.js';
+import { sourceFor } from './arrival-source.js';
+import type { ArrivalSource } from './arrival-source.js';
 import { OutcomeLedger } from './simulation-outcomes.js';
 import type { Totals } from './simulation-outcomes.js';
 import type { Outcomes, SimulationWindow } from '../window.js';
 import { QueryTable, StreamTable } from './simulation-tables.js';
 import { LinkTable, WorkerPool } from './simulation-topology.js';
 import type { Policy, PolicyName, Stream, Topology, Worker } from '../types.js';
-import { Workload, deriveSeed, queriesOf } from './workload.js';
+import { deriveSeed, queriesOf } from './workload.js';
 import type { LambdaSchedule, StreamArrival } from './workload.js';
 
 /** Where streams come from: Table I at lambda (evaluation), or a fixed list (tests, replays). */
@@ -85,48 +86,6 @@ const DELIVERY = 2;
 const STREAM_END = 3;
 const KIND_BITS = 2;
 const KIND_MASK = 3;
-
-/** Ordered stream source: the generated workload or a fixed list. */
-interface ArrivalSource {
-  peekMs(): number;
-  next(): StreamArrival;
-}
-
-/** Replays a fixed, sorted list of arrivals. */
-function listSource(arrivals: readonly StreamArrival[]): ArrivalSource {
-  let i = 0;
-  return {
-    peekMs: () => arrivals[i]?.atMs ?? Infinity,
-    next: () => {
-      const arrival = arrivals[i];
-      if (arrival === undefined) throw new RangeError('no further arrivals');
-      i += 1;
-      return arrival;
-    },
-  };
-}
-
-/** The arrival source the options ask for, checked: a sorted list, or the generated workload. */
-function sourceFor(options: SimulationOptions): ArrivalSource {
-  if (options.arrivals !== undefined) {
-    for (let i = 1; i < options.arrivals.length; i += 1) {
-      if (options.arrivals[i]!.atMs < options.arrivals[i - 1]!.atMs) {
-        throw new RangeError('arrivals must be sorted by atMs');
-      }
-    }
-    return listSource(options.arrivals);
-  }
-  if (options.apps === undefined || options.lambda === undefined) {
-    throw new RangeError('a simulation needs either arrivals, or apps and lambda');
-  }
-  return new Workload({
-    apps: options.apps,
-    schedulers: options.topology.schedulers.map((s) => s.id),
-    lambda: options.lambda,
-    durationScale: options.durationScale ?? durationScaleFor(options.apps),
-    seed: options.seed,
-  });
-}
 
 /**
  * One run: its clock, random streams, tables and counts as explicit fields, and a named handler

@@ -6,11 +6,11 @@
 import { describe, expect, it } from 'vitest';
 import {
   DqnAgent,
-  ReplayBuffer,
   epsilonAt,
   exportQNetwork,
   qNetworkLayers,
 } from '../../../../shared/aset/learn/dqn.js';
+import { ReplayBuffer } from '../../../../shared/aset/learn/replay-buffer.js';
 import { greedyAction } from '../../../../shared/aset/greedy.js';
 import type { DqnOptions } from '../../../../shared/aset/learn/dqn.js';
 import { loadOnnxModel } from '../../../../shared/inference/onnx-runtime.js';
