@@ -4,31 +4,31 @@ import { deviationTrials } from '../../shared/aset/sim/oracle.js';
 import type { DeviationTrial } from '../../shared/aset/sim/oracle.js';
 import type { PolicyName } from '../../shared/aset/types.js';
 import { optionsFor } from '../aset-sim/jobs.js';
-import type { TopologyName } from '../aset-sim/jobs.js';
+import type { Load, TopologyName } from '../aset-sim/jobs.js';
 
 interface CollectJob {
   readonly topology: TopologyName;
   readonly seeds: readonly number[];
-  readonly lambda: number;
-  readonly base: PolicyName;
+  readonly load: Load;
+  /** Each base policy's path is deviated from in turn. */
+  readonly bases: readonly PolicyName[];
   readonly decisions: readonly number[];
   readonly horizonWindows: number;
 }
 
 interface SeedTrials {
   readonly seed: number;
+  readonly base: PolicyName;
   readonly trials: DeviationTrial[];
 }
 
 async function collect(job: CollectJob): Promise<SeedTrials[]> {
   const out: SeedTrials[] = [];
   for (const seed of job.seeds) {
-    const options = await optionsFor({
-      topology: job.topology,
-      seed,
-      load: { kind: 'constant', lambda: job.lambda },
-    });
-    out.push({ seed, trials: deviationTrials(options, job) });
+    const options = await optionsFor({ topology: job.topology, seed, load: job.load });
+    for (const base of job.bases) {
+      out.push({ seed, base, trials: deviationTrials(options, { ...job, base }) });
+    }
   }
   return out;
 }

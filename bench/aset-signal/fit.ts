@@ -12,6 +12,8 @@ import { seededRandom, shuffle } from '../../shared/random/index.js';
 interface Sample {
   /** Held out together (a seed's decisions share a workload). */
   readonly group: number;
+  /** The decision's window index: what a clock, rather than the state, tells a controller. */
+  readonly window: number;
   readonly state: Float32Array;
   readonly gains: readonly number[];
 }
@@ -22,6 +24,11 @@ interface Scores {
   readonly hindsight: number;
   /** One candidate for every state: the best on average over the training seeds. */
   readonly stateFree: number;
+  /**
+   * One candidate per decision window (state-blind, but it knows the time since the empty
+   * start): in a filling or patterned system the clock alone may say which policy pays.
+   */
+  readonly perWindow: number;
   /** The Q-network's architecture, trained to regress the gains from the state. */
   readonly network: number;
 }
@@ -69,6 +76,16 @@ function trainNetwork(train: readonly Sample[], options: FitOptions): Network {
   return network;
 }
 
+/** The candidate with the highest mean gain over `samples` (non-empty). */
+function bestOnAverage(samples: readonly Sample[]): number {
+  const actions = samples[0]!.gains.length;
+  const means = Array.from(
+    { length: actions },
+    (_, a) => samples.reduce((sum, s) => sum + s.gains[a]!, 0) / samples.length,
+  );
+  return argmax(means);
+}
+
 /** Leave-one-group-out scores of the three ways of choosing (needs at least two groups). */
 function crossValidate(samples: readonly Sample[], options: Partial<FitOptions> = {}): Scores {
   const settings = { ...defaults, ...options };
@@ -76,25 +93,28 @@ function crossValidate(samples: readonly Sample[], options: Partial<FitOptions> 
   if (groups.length < 2) throw new RangeError('crossValidate needs samples from two groups');
   let hindsight = 0;
   let stateFree = 0;
+  let perWindow = 0;
   let network = 0;
   for (const group of groups) {
     const train = samples.filter((s) => s.group !== group);
     const test = samples.filter((s) => s.group === group);
-    const actions = train[0]!.gains.length;
-    const means = Array.from(
-      { length: actions },
-      (_, a) => train.reduce((sum, s) => sum + s.gains[a]!, 0) / train.length,
-    );
-    const fixed = argmax(means);
+    const fixed = bestOnAverage(train);
     const fitted = trainNetwork(train, settings);
     for (const sample of test) {
+      const sameWindow = train.filter((s) => s.window === sample.window);
       hindsight += Math.max(...sample.gains);
       stateFree += sample.gains[fixed]!;
+      perWindow += sample.gains[sameWindow.length > 0 ? bestOnAverage(sameWindow) : fixed]!;
       network += sample.gains[argmax(fitted.logits(sample.state))]!;
     }
   }
   const n = samples.length;
-  return { hindsight: hindsight / n, stateFree: stateFree / n, network: network / n };
+  return {
+    hindsight: hindsight / n,
+    stateFree: stateFree / n,
+    perWindow: perWindow / n,
+    network: network / n,
+  };
 }
 
 function medianOf(samples: readonly Sample[], feature: number): number {

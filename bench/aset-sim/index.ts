@@ -152,7 +152,8 @@ async function trainedModel(
 
 type CycleRunner = Extract<Runner, { kind: 'cycle' }>;
 
-const loadKey = (load: Load) => (load.kind === 'constant' ? `lambda-${load.lambda}` : load.name);
+const loadKey = (load: Load) =>
+  load.kind === 'constant' ? `lambda-${load.lambda}` : load.kind === 'random' ? 'random' : load.name;
 const runnerKey = (runner: Runner | AsetRunner) => {
   if (runner === 'aset' || runner === 'aset-network') return runner;
   if (runner.kind === 'static') return runner.policy;

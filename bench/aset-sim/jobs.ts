@@ -15,6 +15,7 @@ import type { PolicyName } from '../../shared/aset/types.js';
 import {
   constantLambda,
   fallingLambdaPattern,
+  randomLambdaSchedule,
   risingLambdaPattern,
 } from '../../shared/aset/sim/workload.js';
 import type { LambdaSchedule } from '../../shared/aset/sim/workload.js';
@@ -23,8 +24,15 @@ import type { LambdaSchedule } from '../../shared/aset/sim/workload.js';
 const topologyNames = ['dc-cloud', 'co-dc-cloud', 'full-edge'] as const;
 type TopologyName = (typeof topologyNames)[number];
 
-/** The paper's loads: a constant lambda, or one of the two dynamic patterns of figure 7. */
-type Load = { kind: 'constant'; lambda: number } | { kind: 'pattern'; name: 'rising' | 'falling' };
+/**
+ * The paper's loads: a constant lambda, or one of the two dynamic patterns of figure 7; or a
+ * random schedule drawn from the run's seed (`randomLambdaSchedule`), which is not the paper's
+ * and never one of its evaluation patterns.
+ */
+type Load =
+  | { kind: 'constant'; lambda: number }
+  | { kind: 'pattern'; name: 'rising' | 'falling' }
+  | { kind: 'random' };
 
 /**
  * Who picks the policy: a static policy, the greedy oracle, or a fixed cycle of policies, one per
@@ -82,8 +90,9 @@ function scenarioFor(topology: TopologyName): Promise<Scenario> {
   return scenario;
 }
 
-function scheduleOf(load: Load): LambdaSchedule {
+function scheduleOf(load: Load, seed: number): LambdaSchedule {
   if (load.kind === 'constant') return constantLambda(load.lambda);
+  if (load.kind === 'random') return randomLambdaSchedule(seed);
   return load.name === 'rising' ? risingLambdaPattern : fallingLambdaPattern;
 }
 
@@ -92,7 +101,7 @@ async function optionsFor(
   job: Pick<SimJob, 'topology' | 'seed' | 'load'>,
 ): Promise<SimulationOptions> {
   const { apps, topology } = await scenarioFor(job.topology);
-  return { topology, apps, lambda: scheduleOf(job.load), seed: job.seed };
+  return { topology, apps, lambda: scheduleOf(job.load, job.seed), seed: job.seed };
 }
 
 /** The window controller of a static or cycle runner. */

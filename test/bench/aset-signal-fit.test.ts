@@ -9,8 +9,18 @@ import {
 import type { Sample } from '../../bench/aset-signal/fit.js';
 import { seededRandom } from '../../shared/random/index.js';
 
-/** Decisions of `groups` seeds: 4-feature states; gains of 3 candidates, noise of +-`noise`. */
-function synthetic(groups: number, perGroup: number, noise: number, signal: boolean): Sample[] {
+/**
+ * Decisions of `groups` seeds: 4-feature states; gains of 3 candidates, noise of +-`noise`;
+ * `perGroup` decisions at windows 0, 1, ... With `clock`, candidate 0 gains 4 points in the
+ * even windows (what only the time since the start reveals).
+ */
+function synthetic(
+  groups: number,
+  perGroup: number,
+  noise: number,
+  signal: boolean,
+  clock = false,
+): Sample[] {
   const uniform = seededRandom(42);
   const out: Sample[] = [];
   for (let group = 0; group < groups; group += 1) {
@@ -19,7 +29,13 @@ function synthetic(groups: number, perGroup: number, noise: number, signal: bool
       const n = () => (uniform() - 0.5) * 2 * noise;
       // Candidate 1 is the best on average; candidate 2 wins by 3 points when feature 2 is high.
       const bonus = signal && state[2]! > 0.5 ? 3 : -3;
-      out.push({ group, state, gains: [n(), 1 + n(), (signal ? bonus : -3) + n()] });
+      const early = clock && i % 2 === 0 ? 4 : 0;
+      out.push({
+        group,
+        window: i,
+        state,
+        gains: [early + n(), 1 + n(), (signal ? bonus : -3) + n()],
+      });
     }
   }
   return out;
@@ -38,6 +54,15 @@ describe('crossValidate', () => {
     const scores = crossValidate(synthetic(6, 60, 0.5, false), { epochs: 30 });
     expect(scores.network).toBeCloseTo(scores.stateFree, 0);
     expect(scores.network).toBeLessThan(1.2);
+  });
+
+  it('per decision window, finds what the clock alone tells (and the state-free chooser misses)', () => {
+    const scores = crossValidate(synthetic(6, 20, 0.5, false, true), { epochs: 5 });
+    // Even windows: candidate 0 (+4); odd ones: candidate 1 (+1). One choice for all: about +2.
+    expect(scores.perWindow).toBeCloseTo(2.5, 0);
+    expect(scores.perWindow).toBeGreaterThan(scores.stateFree + 0.3);
+    const none = crossValidate(synthetic(6, 20, 0.5, false), { epochs: 5 });
+    expect(none.perWindow).toBeCloseTo(none.stateFree, 0);
   });
 
   it('needs two seeds to hold one out', () => {

@@ -168,7 +168,10 @@ function bestStaticInHindsight(runs: Readonly<Partial<Record<PolicyName, Control
 interface DeviationSpec {
   /** The policy of every window but the deviating one. */
   readonly base: PolicyName;
-  /** Window indices (0-based, each >= 1 so a state exists) at which to deviate. */
+  /**
+   * Window indices (0-based) at which to deviate. At 0 the system is empty and the controller has
+   * no previous window: its state is the empty encoding, as `encodeState(topology, undefined)`.
+   */
   readonly decisions: readonly number[];
   /** Windows each trial is scored over, the deviating one first. */
   readonly horizonWindows: number;
@@ -202,8 +205,8 @@ function deviationTrials(options: SimulationOptions, spec: DeviationSpec): Devia
   if (!Number.isInteger(spec.horizonWindows) || spec.horizonWindows < 1) {
     throw new RangeError('horizonWindows must be an integer >= 1');
   }
-  if (spec.decisions.some((k) => !Number.isInteger(k) || k < 1)) {
-    throw new RangeError('decisions must be window indices >= 1');
+  if (spec.decisions.some((k) => !Number.isInteger(k) || k < 0)) {
+    throw new RangeError('decisions must be window indices >= 0');
   }
   if (candidates.length === 0) throw new RangeError('deviationTrials needs a candidate');
   return spec.decisions.map((k) => {
@@ -218,6 +221,7 @@ function deviationTrials(options: SimulationOptions, spec: DeviationSpec): Devia
         const window = simulation.takeWindow();
         if (i === k - 1) state ??= encodeState(options.topology, window);
       }
+      state ??= encodeState(options.topology, undefined);
       let won = 0;
       let all = 0;
       for (let i = k; i < k + spec.horizonWindows; i += 1) {

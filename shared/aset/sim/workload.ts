@@ -48,6 +48,37 @@ const risingLambdaPattern: LambdaSchedule = cycleSchedule([20, 60, 100], 150, 36
 /** The paper's second dynamic pattern: 60 -> 40 -> 20 -> 60 ... every 150 s (for an hour). */
 const fallingLambdaPattern: LambdaSchedule = cycleSchedule([60, 40, 20], 150, 3600);
 
+/** The range `randomLambdaSchedule` draws from: the paper's lambdas and its switching period. */
+interface RandomScheduleSpec {
+  /** Lowest and highest lambda, clients per minute per access point (default 20 and 100). */
+  readonly lambda?: readonly [number, number];
+  /** Shortest and longest step, seconds (default 60 and 300, around the paper's 150). */
+  readonly stepS?: readonly [number, number];
+  /** Steps are drawn until this time; the last level stays (default one hour). */
+  readonly untilS?: number;
+}
+
+/**
+ * A random piecewise-constant lambda(t), seeded: each step lasts a uniform draw in `stepS` and
+ * holds a uniform integer lambda in `lambda`. What training and the signal bench vary the load
+ * with, so that neither ever sees the two evaluation patterns themselves.
+ */
+function randomLambdaSchedule(seed: number, spec: RandomScheduleSpec = {}): LambdaSchedule {
+  const [lo, hi] = spec.lambda ?? [20, 100];
+  const [shortest, longest] = spec.stepS ?? [60, 300];
+  const untilS = spec.untilS ?? 3600;
+  if (!(lo >= 0 && hi >= lo) || !(shortest > 0 && longest >= shortest)) {
+    throw new RangeError('randomLambdaSchedule: need 0 <= lambda lo <= hi and 0 < step lo <= hi');
+  }
+  const uniform = seededRandom(deriveSeed(seed, 'lambda-schedule'));
+  const steps: LambdaStep[] = [];
+  for (let fromS = 0; fromS < untilS; ) {
+    steps.push({ fromS, lambda: lo + Math.floor(uniform() * (hi - lo + 1)) });
+    fromS += shortest + (longest - shortest) * uniform();
+  }
+  return steps;
+}
+
 /** lambda in force at `tS` seconds. */
 function lambdaAt(schedule: LambdaSchedule, tS: number): number {
   let lambda = 0;
@@ -238,10 +269,11 @@ export {
   cycleSchedule,
   risingLambdaPattern,
   fallingLambdaPattern,
+  randomLambdaSchedule,
   lambdaAt,
   deriveSeed,
   Workload,
   generateStreams,
   queriesOf,
 };
-export type { LambdaStep, LambdaSchedule, WorkloadOptions, StreamArrival };
+export type { LambdaStep, LambdaSchedule, RandomScheduleSpec, WorkloadOptions, StreamArrival };

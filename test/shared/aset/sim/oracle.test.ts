@@ -152,8 +152,17 @@ describe('deviationTrials on full-edge', async () => {
     expect(trials[0]!.success.farthest).toBe(sim.totals().success - before);
   });
 
-  it('refuses decisions without a state, a horizon below one window, no candidates', () => {
-    expect(() => deviationTrials(options, { ...spec, decisions: [0] })).toThrow(RangeError);
+  it('decides at window 0 from the empty system, with the empty state', () => {
+    const [first] = deviationTrials(options, { ...spec, decisions: [0] });
+    expect(first!.state).toEqual(encodeState(topology, undefined));
+    expect(first!.state.every((v) => v === 0)).toBe(true);
+    for (const candidate of spec.candidates) {
+      expect(first!.success[candidate]).toBe(bruteForce(0, candidate).success);
+    }
+  });
+
+  it('refuses a negative decision, a horizon below one window, no candidates', () => {
+    expect(() => deviationTrials(options, { ...spec, decisions: [-1] })).toThrow(RangeError);
     expect(() => deviationTrials(options, { ...spec, horizonWindows: 0 })).toThrow(RangeError);
     expect(() => deviationTrials(options, { ...spec, candidates: [] })).toThrow(RangeError);
   });

@@ -6,6 +6,7 @@ import {
   Workload,
   constantLambda,
   fallingLambdaPattern,
+  randomLambdaSchedule,
   generateStreams,
   lambdaAt,
   queriesOf,
@@ -129,3 +130,38 @@ describe('Workload', () => {
     }
   });
 });
+
+describe('randomLambdaSchedule', () => {
+  it('draws integer lambdas and step lengths in range, the same for a seed, new for another', () => {
+    const schedule = randomLambdaSchedule(7, { untilS: 3600 });
+    checkScheduleShape(schedule);
+    for (const [i, step] of schedule.entries()) {
+      expect(Number.isInteger(step.lambda)).toBe(true);
+      expect(step.lambda).toBeGreaterThanOrEqual(20);
+      expect(step.lambda).toBeLessThanOrEqual(100);
+      const next = schedule[i + 1];
+      if (next !== undefined) {
+        expect(next.fromS - step.fromS).toBeGreaterThanOrEqual(60);
+        expect(next.fromS - step.fromS).toBeLessThanOrEqual(300);
+      }
+    }
+    expect(schedule.at(-1)!.fromS).toBeLessThan(3600);
+    expect(randomLambdaSchedule(7)).toEqual(schedule);
+    expect(randomLambdaSchedule(8)).not.toEqual(schedule);
+    // Spread over the range, not stuck at one end (an hour holds 12-60 steps).
+    const lambdas = schedule.map((s) => s.lambda);
+    expect(Math.max(...lambdas) - Math.min(...lambdas)).toBeGreaterThan(40);
+  });
+
+  it('refuses an empty or inverted range', () => {
+    expect(() => randomLambdaSchedule(1, { lambda: [60, 20] })).toThrow(RangeError);
+    expect(() => randomLambdaSchedule(1, { stepS: [0, 10] })).toThrow(RangeError);
+  });
+});
+
+/** A schedule the workload accepts: starts at 0, strictly increasing steps. */
+function checkScheduleShape(schedule: LambdaSchedule): void {
+  expect(schedule[0]!.fromS).toBe(0);
+  for (let i = 1; i < schedule.length; i += 1)
+    expect(schedule[i]!.fromS).toBeGreaterThan(schedule[i - 1]!.fromS);
+}
