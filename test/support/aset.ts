@@ -72,7 +72,7 @@ variants:
 `);
 
 /** One antenna; compute at its access node (2 ms away, no jitter) and optionally the cloud. */
-export function tiny(accessVariant: string, withCloud = false): Topology {
+export function tiny(accessVariant: string, withCloud = false, accessDeviationMs = 0): Topology {
   const cloud = withCloud
     ? 'compute: { unlimited: true, replicasPerVariant: 1, variants: [v] }'
     : '';
@@ -84,7 +84,7 @@ accessPoints: 1
 layers:
   access:
     fanIn: 1
-    hop: { delayMs: 2, deviationMs: 0 }
+    hop: { delayMs: 2, deviationMs: ${accessDeviationMs} }
     compute:
       realClusters: 1
       serversPerCluster: 1

@@ -16,6 +16,12 @@ interface Totals extends Outcomes {
   readonly queriesOffered: number;
   /** Queries sent to a worker and not yet resolved. */
   readonly inFlight: number;
+  /**
+   * QoS failures whose network time ran over what constraint (3) budgets for it, 2 (d + 2 sigma)
+   * (for a query dropped before processing: its way up alone ran over d + 2 sigma). The rest
+   * were late through queueing or processing.
+   */
+  readonly networkLate: number;
 }
 
 /** A rejected stream whose queries are not all counted yet. */
@@ -39,6 +45,7 @@ class OutcomeLedger {
   private readonly appOutcomes: Outcomes[] = [];
   private readonly streamTotals = { arrived: 0, bound: 0, rejected: 0 };
   private queriesOffered = 0;
+  private networkLate = 0;
   private readonly rejectedStreams: RejectedStream[] = [];
 
   /** The index of app `name`, registering it on its first stream. */
@@ -78,8 +85,12 @@ class OutcomeLedger {
     this.appOutcomes[app]!.success += 1;
   }
 
-  /** A query of `app` came back late, or was dropped as already past D^i. */
-  qosFailure(app: number): void {
+  /**
+   * A query of `app` came back late, or was dropped as already past D^i; `networkLate` when its
+   * network time ran over its budget (see `Totals.networkLate`).
+   */
+  qosFailure(app: number, networkLate: boolean): void {
+    if (networkLate) this.networkLate += 1;
     this.total.qosFailure += 1;
     this.window.qosFailure += 1;
     this.period.qosFailure += 1;
@@ -131,6 +142,7 @@ class OutcomeLedger {
       streams: { ...this.streamTotals },
       queriesOffered: this.queriesOffered,
       inFlight,
+      networkLate: this.networkLate,
     };
   }
 

@@ -83,6 +83,8 @@ class StreamTable {
 class QueryTable {
   stream = new Int32Array(1024);
   sent = new Float64Array(1024);
+  /** Network time so far minus its budget, d + 2 sigma per direction (for the QoS verdict's cause). */
+  networkExcess = new Float64Array(1024);
   /** Queries sent to a worker and not yet resolved. */
   inFlight = 0;
   private freeSlots = new Int32Array(1024);
@@ -94,6 +96,7 @@ class QueryTable {
     const slot = this.alloc();
     this.stream[slot] = s;
     this.sent[slot] = sent;
+    this.networkExcess[slot] = 0;
     this.inFlight += 1;
     return slot;
   }
@@ -111,6 +114,7 @@ class QueryTable {
     if (slot >= this.stream.length) {
       this.stream = grownI32(this.stream, slot + 1);
       this.sent = grownF64(this.sent, slot + 1);
+      this.networkExcess = grownF64(this.networkExcess, slot + 1);
       this.freeSlots = grownI32(this.freeSlots, slot + 1);
     }
     return slot;

@@ -32,6 +32,12 @@ class LinkTable {
     });
   }
 
+  /** d + 2 sigma of the link: what constraint (3) budgets for one direction. */
+  budget(scheduler: number, worker: number): number {
+    const key = scheduler * this.workers + worker;
+    return this.delay[key]! + 2 * this.deviation[key]!;
+  }
+
   /** A non-negative draw of N(d, sigma) for the link between `scheduler` and `worker`. */
   draw(scheduler: number, worker: number, normal: () => number): number {
     const key = scheduler * this.workers + worker;

@@ -253,9 +253,16 @@ class SimulationEngine {
     this.emitQuery(s, this.now);
   }
 
-  /** A non-negative draw of stream `s`'s link delay. */
-  private linkDraw(s: number): number {
-    return this.links.draw(this.streams.scheduler[s]!, this.streams.worker[s]!, this.networkNormal);
+  /**
+   * A non-negative draw of stream `s`'s link delay; what it exceeds the link's budget by is added
+   * to the query's `networkExcess` (the QoS verdict's cause).
+   */
+  private linkDraw(s: number, slot: number): number {
+    const scheduler = this.streams.scheduler[s]!;
+    const worker = this.streams.worker[s]!;
+    const delay = this.links.draw(scheduler, worker, this.networkNormal);
+    this.queries.networkExcess[slot]! += delay - this.links.budget(scheduler, worker);
+    return delay;
   }
 
   /**
@@ -269,8 +276,8 @@ class SimulationEngine {
     const k = streams.emitted[s]!;
     streams.emitted[s] = k + 1;
     const sent = streams.start[s]! + k * streams.period[s]!;
-    const arrival = sent + streams.upFixed[s]! + this.linkDraw(s);
     const slot = this.queries.open(s, sent);
+    const arrival = sent + streams.upFixed[s]! + this.linkDraw(s, slot);
     this.events.push(arrival > notBefore ? arrival : notBefore, (slot << KIND_BITS) | ARRIVAL);
   }
 
@@ -296,7 +303,7 @@ class SimulationEngine {
         const slot = pool.dequeue(w);
         const s = queries.stream[slot]!;
         if (now - queries.sent[slot]! > streams.maxDelay[s]!) {
-          this.ledger.qosFailure(streams.app[s]!);
+          this.ledger.qosFailure(streams.app[s]!, queries.networkExcess[slot]! > 0);
           queries.close(slot);
           continue;
         }
@@ -323,7 +330,7 @@ class SimulationEngine {
       const slot = pool.batchMembers[base + i]!;
       const s = queries.stream[slot]!;
       this.events.push(
-        this.now + streams.access[s]! + this.linkDraw(s),
+        this.now + streams.access[s]! + this.linkDraw(s, slot),
         (slot << KIND_BITS) | DELIVERY,
       );
     }
@@ -338,7 +345,7 @@ class SimulationEngine {
     if (this.now - queries.sent[slot]! <= streams.maxDelay[s]! * (1 + 1e-9)) {
       this.ledger.success(streams.app[s]!);
     } else {
-      this.ledger.qosFailure(streams.app[s]!);
+      this.ledger.qosFailure(streams.app[s]!, this.queries.networkExcess[slot]! > 0);
     }
     this.recorder.respond(streams.worker[s]!);
     queries.close(slot);

@@ -72,7 +72,7 @@ function randomLambdaSchedule(seed: number, spec: RandomScheduleSpec = {}): Lamb
   }
   const uniform = seededRandom(deriveSeed(seed, 'lambda-schedule'));
   const steps: LambdaStep[] = [];
-  for (let fromS = 0; fromS < untilS; ) {
+  for (let fromS = 0; fromS < untilS;) {
     steps.push({ fromS, lambda: lo + Math.floor(uniform() * (hi - lo + 1)) });
     fromS += shortest + (longest - shortest) * uniform();
   }

@@ -126,6 +126,24 @@ describe('createSimulation on a hand-made topology', () => {
     expect(totals.success).toBeGreaterThan(0);
     expect(totals.success + totals.qosFailure + totals.rejected).toBe(totals.queriesOffered);
     expect(totals.inFlight).toBe(0);
+    // Links without deviation never run over their budget: every failure here is queueing.
+    expect(totals.networkLate).toBe(0);
+  });
+
+  it('blames the network for a failure only when the link draws ran over 2 (d + 2 sigma)', () => {
+    // One stream at 20 FPS on an idle worker with exact processing, its D^i exactly constraint
+    // (3)'s bound: 2 (3 + 2 + 2 x 1) + 2 + 15 = 31 ms. It can be late only by its link draws.
+    const sim = createSimulation({
+      topology: tiny('v', false, 1),
+      seed: 3,
+      arrivals: [at(0, stream(0, { rate: 20, durationS: 600, maxDelayMs: 31 }))],
+    });
+    sim.runUntil(700_000);
+    const totals = sim.totals();
+    expect(totals.streams.bound).toBe(1);
+    // P(N(0, 2) > 4) = 0.23%: about 28 of the 12,000 queries.
+    expect(totals.qosFailure).toBeGreaterThan(5);
+    expect(totals.networkLate).toBe(totals.qosFailure);
   });
 
   it('applies a new policy to the streams arriving after it', () => {
