@@ -62,6 +62,10 @@ interface JobResult {
   readonly wallMs: number;
   /** Simulated time the job cost (the oracle's replays included). */
   readonly simulatedMs: number;
+  /** Static and cycle runs: QoS failures over the whole run whose network time ran over budget. */
+  readonly networkLate?: number;
+  /** Static and cycle runs: queries sent over the whole run (resolved or in flight at its end). */
+  readonly sent?: number;
 }
 
 /** Walks up from this file to the checkout, so the bench works from dist/ and from sources. */
@@ -131,8 +135,14 @@ async function runSimJob(job: SimJob): Promise<JobResult> {
       simulatedMs: run.simulatedMs,
     };
   }
-  const run = await runControlled(options, controllerFor(job.runner), spec);
-  return { ...run, wallMs: performance.now() - started, simulatedMs: job.durationMs };
+  const { totals, ...run } = await runControlled(options, controllerFor(job.runner), spec);
+  return {
+    ...run,
+    wallMs: performance.now() - started,
+    simulatedMs: job.durationMs,
+    networkLate: totals.networkLate,
+    sent: totals.success + totals.qosFailure + totals.rejected + totals.inFlight,
+  };
 }
 
 export { topologyNames, repoRoot, scenarioFor, optionsFor, runSimJob };

@@ -20,6 +20,7 @@ import type {
   DnnModel,
   Layer,
   Link,
+  LinkTail,
   ResourceKind,
   Resources,
   Scheduler,
@@ -176,7 +177,20 @@ interface VariantsSpec {
   readonly variants: readonly Variant[];
 }
 
-const hop = z.object({ delayMs: z.number().min(0), deviationMs: z.number().min(0) }).strict();
+/**
+ * A hop's one-way delay: mean and deviation (the paper's d and sigma add up hop by hop), normal
+ * unless `tail` makes it heavy-tailed with the same mean and deviation (types.ts `LinkTail`).
+ */
+const hop = z
+  .object({
+    delayMs: z.number().min(0),
+    deviationMs: z.number().min(0),
+    tail: z
+      .object({ shape: z.number().gt(2, 'a tail shape must be above 2 (finite deviation)') })
+      .strict()
+      .optional(),
+  })
+  .strict();
 
 /**
  * A layer's compute: either a share of the paper's hardware (finite) or the remote cloud's
@@ -381,14 +395,19 @@ function linkBetween(spec: TopologyFile, antenna: number, node: Node): Link {
   }
   let delayMs = 0;
   let variance = 0;
+  const tails: LinkTail[] = [];
   const add = (layer: Layer) => {
-    const { delayMs: d, deviationMs: s } = spec.layers[layer].hop;
+    const { delayMs: d, deviationMs: s, tail } = spec.layers[layer].hop;
     delayMs += d;
     variance += s * s;
+    if (tail !== undefined && s > 0) tails.push({ deviationMs: s, shape: tail.shape });
   };
   for (let l = 0; l <= top; l += 1) add(layers[l]!); // antenna up to the common ancestor
   for (let l = target + 1; l <= top; l += 1) add(layers[l]!); // and down to the node
-  return { delayMs, deviationMs: Math.sqrt(variance) };
+  // No `tails` key at all on a normal path, so a topology without tails hashes as it always did.
+  return tails.length === 0
+    ? { delayMs, deviationMs: Math.sqrt(variance) }
+    : { delayMs, deviationMs: Math.sqrt(variance), tails };
 }
 
 /**

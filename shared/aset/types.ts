@@ -61,10 +61,25 @@ interface Worker {
   readonly capacity: number;
 }
 
-/** One network path from a scheduler to a cluster: d_n^s and sigma_n^s. */
+/**
+ * A hop whose delay is heavy-tailed: Lomax (Pareto II) shaped, shifted to the hop's mean, with the
+ * hop's deviation. Its share of the path's deviation is `deviationMs`.
+ */
+interface LinkTail {
+  readonly deviationMs: number;
+  /** Pareto tail index alpha > 2 (a finite deviation); smaller is heavier. */
+  readonly shape: number;
+}
+
+/**
+ * One network path from a scheduler to a cluster: d_n^s and sigma_n^s, the mean and deviation of
+ * its one-way delay (what constraint (3) reads). Without `tails` the delay is normal; with them,
+ * those hops' parts are heavy-tailed and the rest normal, with the same mean and deviation.
+ */
 interface Link {
   readonly delayMs: number;
   readonly deviationMs: number;
+  readonly tails?: readonly LinkTail[];
 }
 
 /** One scheduler per access point (lower-layer cluster), with a link to every cluster. */
@@ -154,6 +169,7 @@ export type {
   Variant,
   Worker,
   Link,
+  LinkTail,
   Scheduler,
   Stream,
   Topology,

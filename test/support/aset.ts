@@ -72,7 +72,12 @@ variants:
 `);
 
 /** One antenna; compute at its access node (2 ms away, no jitter) and optionally the cloud. */
-export function tiny(accessVariant: string, withCloud = false, accessDeviationMs = 0): Topology {
+export function tiny(
+  accessVariant: string,
+  withCloud = false,
+  accessDeviationMs = 0,
+  cloudHop = '{ delayMs: 10, deviationMs: 0 }',
+): Topology {
   const cloud = withCloud
     ? 'compute: { unlimited: true, replicasPerVariant: 1, variants: [v] }'
     : '';
@@ -94,7 +99,7 @@ layers:
   isp-dc: { fanIn: 1, hop: { delayMs: 5, deviationMs: 0 } }
   cloud:
     fanIn: 1
-    hop: { delayMs: 10, deviationMs: 0 }
+    hop: ${cloudHop}
     ${cloud}
 `,
     catalogue,

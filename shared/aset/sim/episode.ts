@@ -7,6 +7,7 @@
  */
 import { createSimulation } from './simulator.js';
 import type { SimulationOptions } from './simulator.js';
+import type { Totals } from './simulation-outcomes.js';
 import type { Outcomes, SimulationWindow, WindowController } from '../window.js';
 import { policyNames } from '../types.js';
 import type { PolicyName } from '../types.js';
@@ -37,6 +38,11 @@ interface ControlledRun {
   readonly counted: Outcomes;
   /** Fraction of the counted windows each policy was chosen for (sums to 1 when any counted). */
   readonly policyShare: Record<PolicyName, number>;
+}
+
+/** A controlled run with the simulation's own totals at its end (the warm-up included). */
+interface ControlledRunTotals extends ControlledRun {
+  readonly totals: Totals;
 }
 
 /** How long to run and how to cut the run into decision windows. */
@@ -100,7 +106,7 @@ async function runControlled(
   options: SimulationOptions,
   controller: WindowController,
   run: ControlledRunSpec,
-): Promise<ControlledRun> {
+): Promise<ControlledRunTotals> {
   const { windowMs, warmupMs } = checkSpec(run);
   const simulation = createSimulation(options);
   const windows: ControlledWindow[] = [];
@@ -119,8 +125,8 @@ async function runControlled(
       rejected: previous.rejected,
     });
   }
-  return summarize(windows, warmupMs);
+  return { ...summarize(windows, warmupMs), totals: simulation.totals() };
 }
 
 export { defaultWindowMs, staticController, runControlled, checkSpec, windowEnds, summarize };
-export type { ControlledWindow, ControlledRun, ControlledRunSpec };
+export type { ControlledWindow, ControlledRun, ControlledRunTotals, ControlledRunSpec };

@@ -4,30 +4,54 @@
  * batch slots, and the FIFO ring of query slots they share. Typed arrays, so the hot path
  * allocates nothing per query.
  */
-import type { Scheduler, Topology, Worker } from '../types.js';
+import type { LinkTail, Scheduler, Topology, Worker } from '../types.js';
 
-/** d and sigma per (scheduler, worker), so a query's network draw reads two numbers. */
+/**
+ * A draw of a Lomax (Pareto II) variable of tail index `shape` > 2, standardized to mean 0 and
+ * deviation 1, by inversion of one uniform. Its floor is -sqrt((shape - 2) / shape): a heavy-tailed
+ * hop can be only a little faster than its mean (the propagation floor) but much slower.
+ */
+function standardLomax(shape: number, uniform: number): number {
+  const mean = Math.sqrt((shape - 2) / shape);
+  const scale = (shape - 1) * mean;
+  return scale * ((1 - uniform) ** (-1 / shape) - 1) - mean;
+}
+
+/**
+ * d and sigma per (scheduler, worker), so a query's network draw reads a few numbers: the normal
+ * part's deviation, and for a path over heavy-tailed hops, each such hop's deviation and shape.
+ */
 class LinkTable {
   /** Position of each scheduler in the topology, by id. */
   readonly schedulerIndex = new Map<string, number>();
   private readonly workers: number;
   private readonly delay: Float64Array;
   private readonly deviation: Float64Array;
+  /** The deviation left to the normal part (sigma without the tailed hops'). */
+  private readonly normalDeviation: Float64Array;
+  private readonly tails: Array<readonly LinkTail[] | undefined>;
 
   constructor(topology: Topology) {
     const W = topology.workers.length;
     this.workers = W;
     topology.schedulers.forEach((s, i) => this.schedulerIndex.set(s.id, i));
-    this.delay = new Float64Array(topology.schedulers.length * W);
-    this.deviation = new Float64Array(topology.schedulers.length * W);
+    const size = topology.schedulers.length * W;
+    this.delay = new Float64Array(size);
+    this.deviation = new Float64Array(size);
+    this.normalDeviation = new Float64Array(size);
+    this.tails = new Array<readonly LinkTail[] | undefined>(size);
     topology.schedulers.forEach((scheduler: Scheduler, s) => {
       for (const worker of topology.workers) {
         const link = scheduler.links[worker.cluster.id];
         if (link === undefined) {
           throw new RangeError(`scheduler ${scheduler.id} has no link to ${worker.cluster.id}`);
         }
-        this.delay[s * W + worker.index] = link.delayMs;
-        this.deviation[s * W + worker.index] = link.deviationMs;
+        const key = s * W + worker.index;
+        this.delay[key] = link.delayMs;
+        this.deviation[key] = link.deviationMs;
+        const tailVariance = (link.tails ?? []).reduce((v, t) => v + t.deviationMs ** 2, 0);
+        this.normalDeviation[key] = Math.sqrt(Math.max(0, link.deviationMs ** 2 - tailVariance));
+        this.tails[key] = link.tails;
       }
     });
   }
@@ -38,10 +62,23 @@ class LinkTable {
     return this.delay[key]! + 2 * this.deviation[key]!;
   }
 
-  /** A non-negative draw of N(d, sigma) for the link between `scheduler` and `worker`. */
-  draw(scheduler: number, worker: number, normal: () => number): number {
+  /**
+   * A non-negative draw of the link's delay between `scheduler` and `worker`: N(d, sigma), or
+   * with heavy-tailed hops d + a normal part + each tailed hop's standardized Lomax draw times its
+   * deviation. `tailUniform` is consumed only on such links, so a topology without tails draws
+   * exactly what it always drew.
+   */
+  draw(scheduler: number, worker: number, normal: () => number, tailUniform: () => number): number {
     const key = scheduler * this.workers + worker;
-    const delay = this.delay[key]! + this.deviation[key]! * normal();
+    const tails = this.tails[key];
+    let delay: number;
+    if (tails === undefined) {
+      delay = this.delay[key]! + this.deviation[key]! * normal();
+    } else {
+      delay = this.delay[key]! + this.normalDeviation[key]! * normal();
+      for (const tail of tails)
+        delay += tail.deviationMs * standardLomax(tail.shape, tailUniform());
+    }
     return delay > 0 ? delay : 0;
   }
 }
@@ -155,4 +192,4 @@ class WorkerPool {
   }
 }
 
-export { LinkTable, WorkerPool };
+export { LinkTable, WorkerPool, standardLomax };

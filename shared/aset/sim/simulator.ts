@@ -100,6 +100,8 @@ class SimulationEngine {
   private policy: Policy;
   private readonly source: ArrivalSource;
   private readonly networkNormal: () => number;
+  /** Uniforms for heavy-tailed hops only (a stream of its own: normal links draw as before). */
+  private readonly networkTail: () => number;
   private readonly processingNormal: () => number;
   private readonly policyUniform: () => number;
   private readonly links: LinkTable;
@@ -132,6 +134,7 @@ class SimulationEngine {
 
     this.source = sourceFor(options);
     this.networkNormal = normal(seededRandom(deriveSeed(options.seed, 'network')));
+    this.networkTail = seededRandom(deriveSeed(options.seed, 'network-tail'));
     this.processingNormal = normal(seededRandom(deriveSeed(options.seed, 'processing')));
     this.policyUniform = seededRandom(deriveSeed(options.seed, 'policy'));
 
@@ -260,7 +263,7 @@ class SimulationEngine {
   private linkDraw(s: number, slot: number): number {
     const scheduler = this.streams.scheduler[s]!;
     const worker = this.streams.worker[s]!;
-    const delay = this.links.draw(scheduler, worker, this.networkNormal);
+    const delay = this.links.draw(scheduler, worker, this.networkNormal, this.networkTail);
     this.queries.networkExcess[slot]! += delay - this.links.budget(scheduler, worker);
     return delay;
   }
