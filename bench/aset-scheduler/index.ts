@@ -34,7 +34,7 @@ import { createDeployedController } from '../../shared/aset/aset-controller.js';
 import { createBindingStore } from '../../shared/aset/binding-store.js';
 import type { BindingStore } from '../../shared/aset/binding-store.js';
 import { readTrainedNetwork } from '../../shared/aset/network-card.js';
-import { durationScaleFor, loadScenario } from '../../shared/aset/scenario.js';
+import { loadScenario } from '../../shared/aset/scenario.js';
 import type { Scenario } from '../../shared/aset/scenario.js';
 import { loadAsetSchedulerConfig } from '../../shared/aset/scheduler-config.js';
 import { createAsetScheduler } from '../../shared/aset/scheduler.js';
@@ -255,17 +255,17 @@ async function redisClient(url: string, prefix: string) {
 
 /** The paper's workload on the topology: arrivals in time order, as requests with fresh ids. */
 function streamSource(scenario: Scenario) {
-  const { apps, topology } = scenario;
+  const { apps, topology, durationScale } = scenario;
   const workload = new Workload({
     apps,
     schedulers: topology.schedulers.map((s) => s.id),
     lambda: constantLambda(lambda),
-    durationScale: durationScaleFor(apps),
+    durationScale,
     seed: 20261125,
   });
   const meanDurationS =
     (apps.reduce((sum, app) => sum + (app.durationS[0] + app.durationS[1]) / 2, 0) / apps.length) *
-    durationScaleFor(apps);
+    durationScale;
   // Little's law: streams held = arrivals per second x mean duration.
   const steadyState = Math.round((lambda / 60) * topology.schedulers.length * meanDurationS);
   return {

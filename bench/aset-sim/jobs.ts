@@ -104,8 +104,8 @@ function scheduleOf(load: Load, seed: number): LambdaSchedule {
 async function optionsFor(
   job: Pick<SimJob, 'topology' | 'seed' | 'load'>,
 ): Promise<SimulationOptions> {
-  const { apps, topology } = await scenarioFor(job.topology);
-  return { topology, apps, lambda: scheduleOf(job.load, job.seed), seed: job.seed };
+  const { apps, topology, durationScale } = await scenarioFor(job.topology);
+  return { topology, apps, durationScale, lambda: scheduleOf(job.load, job.seed), seed: job.seed };
 }
 
 /** The window controller of a static or cycle runner. */

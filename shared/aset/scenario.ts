@@ -45,8 +45,23 @@ const streamRanges = {
   accessDelayMs: range(),
 };
 
+/**
+ * How stream durations are shortened (`durationScaleOf`): the factor that brings `targetQps`
+ * queries/s per access point at `lambda`, at steady state, or, with `episodeS`, on average over
+ * the first `episodeS` seconds from an empty system.
+ */
+const durationScaleSpec = z
+  .object({
+    targetQps: z.number().positive(),
+    lambda: z.number().positive(),
+    episodeS: z.number().positive().optional(),
+  })
+  .strict();
+type DurationScaleSpec = z.output<typeof durationScaleSpec>;
+
 const appsFile = z
   .object({
+    durationScale: durationScaleSpec.optional(),
     streams: z.object(streamRanges).strict(),
     apps: z
       .array(
@@ -264,6 +279,10 @@ type ComputeSpec = z.output<typeof compute>;
 /** The three files of one scenario, parsed: what the workload and the simulator consume. */
 interface Scenario {
   readonly apps: readonly AppSpec[];
+  /** The factor on every Table I duration (apps.yaml `durationScale`, else `durationScaleFor`). */
+  readonly durationScale: number;
+  /** apps.yaml's `durationScale`, when it states one (part of the fingerprint then). */
+  readonly durationScaleSpec?: DurationScaleSpec;
   readonly catalogue: VariantsSpec;
   readonly topology: Topology;
 }
@@ -284,8 +303,16 @@ function parseFile<S extends z.ZodType>(schema: S, text: string, file: string): 
  * ValidationError naming `source` and the field on any problem.
  */
 function parseApps(text: string, source = 'apps.yaml'): AppSpec[] {
+  return parseAppsFile(text, source).apps;
+}
+
+/** apps.yaml: the apps, and the duration scaling it states, if any. */
+function parseAppsFile(
+  text: string,
+  source = 'apps.yaml',
+): { apps: AppSpec[]; durationScale?: DurationScaleSpec } {
   const file = parseFile(appsFile, text, source);
-  return file.apps.map((app) => ({
+  const apps = file.apps.map((app) => ({
     name: app.name,
     task: app.task,
     maxDelayMs: app.maxDelayMs,
@@ -296,6 +323,7 @@ function parseApps(text: string, source = 'apps.yaml'): AppSpec[] {
     transmissionMsPerSize: app.transmissionMsPerSize ?? file.streams.transmissionMsPerSize,
     accessDelayMs: app.accessDelayMs ?? file.streams.accessDelayMs,
   }));
+  return file.durationScale === undefined ? { apps } : { apps, durationScale: file.durationScale };
 }
 
 /** The model catalogue. Throws a ValidationError naming `source` and the field. */
@@ -329,6 +357,58 @@ function meanQueriesPerClient(apps: readonly AppSpec[], durationScale = 1): numb
  */
 function durationScaleFor(apps: readonly AppSpec[], targetQps = 1000, lambda = 60): number {
   return targetQps / ((lambda / 60) * meanQueriesPerClient(apps));
+}
+
+/**
+ * (1 / T) * integral over t in [0, T] of min(t, x), averaged over x uniform in [a, b]: how much of
+ * a stream lasting x a system that started empty carries on average over its first T seconds.
+ */
+function meanCarried([a, b]: Range, T: number): number {
+  const G = (x: number) =>
+    x <= T ? x ** 2 / 2 - x ** 3 / (6 * T) : T ** 2 / 3 + (T * (x - T)) / 2;
+  const g = (x: number) => (x <= T ? x - x ** 2 / (2 * T) : T / 2);
+  return b > a ? (G(b) - G(a)) / (b - a) : g(a);
+}
+
+/**
+ * The factor on every duration that makes clients arriving at `lambda` per minute into an empty
+ * system offer `targetQps` queries/s per access point on average over the first `episodeS`
+ * seconds: lambda / 60 * E[rate * meanCarried(scale * duration)] = targetQps, solved by bisection
+ * (the left side grows with the scale). Where the paper counts "every moment of the simulation"
+ * from t = 0, this is the figure its "almost 1000 queries per second" can be met on.
+ */
+function durationScaleForEpisode(
+  apps: readonly AppSpec[],
+  episodeS: number,
+  targetQps = 1000,
+  lambda = 60,
+): number {
+  const offered = (scale: number) =>
+    (lambda / 60) *
+    (apps.reduce((sum, app) => {
+      const [lo, hi] = app.durationS;
+      return sum + mean(app.frameRateFps) * meanCarried([scale * lo, scale * hi], episodeS);
+    }, 0) /
+      apps.length);
+  let lo = 0;
+  let hi = 1;
+  while (offered(hi) < targetQps) {
+    hi *= 2;
+    if (hi > 1e6) throw new RangeError(`no duration scale reaches ${targetQps} queries/s`);
+  }
+  for (let i = 0; i < 100; i += 1) {
+    const mid = (lo + hi) / 2;
+    if (offered(mid) < targetQps) lo = mid;
+    else hi = mid;
+  }
+  return (lo + hi) / 2;
+}
+
+/** The duration factor `spec` asks for (steady state without `episodeS`). */
+function durationScaleOf(apps: readonly AppSpec[], spec: DurationScaleSpec): number {
+  return spec.episodeS === undefined
+    ? durationScaleFor(apps, spec.targetQps, spec.lambda)
+    : durationScaleForEpisode(apps, spec.episodeS, spec.targetQps, spec.lambda);
 }
 
 /** One node of the network tree: a layer and its position among that layer's nodes. */
@@ -561,7 +641,16 @@ async function loadScenario(dir: URL, topologyName: string): Promise<Scenario> {
       `${topologyPath}: name: '${topology.name}' differs from the file name`,
     );
   }
-  return { apps: parseApps(appsText, 'apps.yaml'), catalogue, topology };
+  const { apps, durationScale: spec } = parseAppsFile(appsText, 'apps.yaml');
+  return spec === undefined
+    ? { apps, durationScale: durationScaleFor(apps), catalogue, topology }
+    : {
+        apps,
+        durationScale: durationScaleOf(apps, spec),
+        durationScaleSpec: spec,
+        catalogue,
+        topology,
+      };
 }
 
 /**
@@ -571,10 +660,17 @@ async function loadScenario(dir: URL, topologyName: string): Promise<Scenario> {
  */
 function scenarioFingerprint(scenario: Scenario): string {
   // JSON has no Infinity (the cloud's unlimited resources); name it rather than get null.
-  const text = JSON.stringify(
-    { apps: scenario.apps, topology: scenario.topology },
-    (_key, value) =>
-      typeof value === 'number' && !Number.isFinite(value) ? String(value) : (value as unknown),
+  // apps.yaml's duration scaling counts when it states one; without, the hash is what it was.
+  const hashed =
+    scenario.durationScaleSpec === undefined
+      ? { apps: scenario.apps, topology: scenario.topology }
+      : {
+          apps: scenario.apps,
+          durationScale: scenario.durationScaleSpec,
+          topology: scenario.topology,
+        };
+  const text = JSON.stringify(hashed, (_key, value) =>
+    typeof value === 'number' && !Number.isFinite(value) ? String(value) : (value as unknown),
   );
   return createHash('sha256').update(text).digest('hex');
 }
@@ -586,6 +682,7 @@ export {
   loadScenario,
   scenarioFingerprint,
   durationScaleFor,
+  durationScaleForEpisode,
   meanQueriesPerClient,
 };
 export type { AppSpec, VariantsSpec, Scenario, Range };

@@ -129,13 +129,14 @@ function scoreRuns(
   seeds: readonly number[],
   run: { lambda: number; windowMs: number; durationMs: number; warmupMs: number },
 ): number {
-  const { topology, apps } = scenario;
+  const { topology, apps, durationScale } = scenario;
   let success = 0;
   let counted = 0;
   for (const seed of seeds) {
     const simulation = createSimulation({
       topology,
       apps,
+      durationScale,
       lambda: constantLambda(run.lambda),
       seed,
     });
@@ -187,7 +188,7 @@ function trainAset(options: TrainingOptions): {
   /** The candidate that scored best on validation; none without validation. */
   deployed: Deployed | undefined;
 } {
-  const { topology, apps } = options.scenario;
+  const { topology, apps, durationScale } = options.scenario;
   const windowMs = options.windowMs ?? 25_000;
   const horizon = Math.round((options.horizonMs ?? 8 * 60_000) / windowMs);
   const warmupWindows = Math.round((options.warmupMs ?? 120_000) / windowMs);
@@ -241,6 +242,7 @@ function trainAset(options: TrainingOptions): {
     const simulation = createSimulation({
       topology,
       apps,
+      durationScale,
       lambda: constantLambda(options.lambda ?? 60),
       seed: simulationSeed,
     });

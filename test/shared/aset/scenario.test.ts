@@ -3,6 +3,7 @@ import { readFile } from 'node:fs/promises';
 import { describe, expect, it } from 'vitest';
 import {
   durationScaleFor,
+  durationScaleForEpisode,
   loadScenario,
   meanQueriesPerClient,
   parseApps,
@@ -10,6 +11,7 @@ import {
   parseVariants,
   scenarioFingerprint,
 } from '../../../shared/aset/scenario.js';
+import { constantLambda, generateStreams } from '../../../shared/aset/sim/workload.js';
 import type { Topology } from '../../../shared/aset/types.js';
 
 const dataDir = new URL('../../../data/aset/', import.meta.url);
@@ -236,6 +238,37 @@ describe('the scenario data files', () => {
     expect(durationScaleFor(apps, 1000, 120)).toBeCloseTo(scale / 2, 12);
   });
 
+  it('calibrates durations on an episode from empty: the offered load averaged over it', async () => {
+    const apps = parseApps(await readFile(new URL('apps.yaml', dataDir), 'utf8'));
+    const scale = durationScaleForEpisode(apps, 600);
+    // Long streams are still running at 600 s, so the factor is milder than the steady state's.
+    expect(scale).toBeGreaterThan(durationScaleFor(apps));
+    expect(scale).toBeLessThan(1);
+    // Against the workload itself: the queries its streams send in [0, 600 s), per access
+    // point and second, over 20 seeds of 4 access points at lambda = 60.
+    let sent = 0;
+    for (let seed = 1; seed <= 20; seed += 1) {
+      const arrivals = generateStreams(
+        {
+          apps,
+          schedulers: ['a', 'b', 'c', 'd'],
+          lambda: constantLambda(60),
+          durationScale: scale,
+          seed,
+        },
+        600_000,
+      );
+      for (const { atMs, stream } of arrivals) {
+        const until = Math.min(600, atMs / 1000 + stream.durationS);
+        sent += Math.max(0, until - atMs / 1000) * stream.rate;
+      }
+    }
+    expect(sent / (20 * 4 * 600)).toBeGreaterThan(950);
+    expect(sent / (20 * 4 * 600)).toBeLessThan(1050);
+    // Over a very long episode almost every stream has ended: the steady-state factor.
+    expect(durationScaleForEpisode(apps, 1e8)).toBeCloseTo(durationScaleFor(apps), 3);
+  });
+
   it('refuses a topology name that could leave the data directory', async () => {
     await expect(loadScenario(dataDir, '../apps')).rejects.toThrow('must match');
     await expect(loadScenario(dataDir, 'Full-Edge')).rejects.toThrow('must match');
@@ -280,6 +313,13 @@ describe('scenarioFingerprint', () => {
     const [app, ...apps] = scenario.apps;
     const fewer = { ...scenario, apps: [{ ...app!, name: `${app!.name} 2` }, ...apps] };
     expect(scenarioFingerprint(fewer)).not.toBe(print);
+
+    // Stating a duration scaling in apps.yaml is a new environment.
+    const episodic = {
+      ...scenario,
+      durationScaleSpec: { targetQps: 1000, lambda: 60, episodeS: 600 },
+    };
+    expect(scenarioFingerprint(episodic)).not.toBe(print);
 
     // The cloud's unlimited resources are part of the print, not JSON's null (which NaN is too).
     const cloud0 = scenario.topology.clusters.findIndex((c) => !Number.isFinite(c.capacity.cpu));
