@@ -134,18 +134,20 @@ function printGrid(grid: Grid, settings: Settings): void {
       }),
     );
   }
-  const at60 = grid['full-edge'][60];
-  printTable(
-    'full-edge, lambda = 60: where the queries go (%), and the share of QoS failures the network caused',
-    ['policy', 'success', 'QoS failure', 'rejected', 'network-late % of QoS failures'],
-    policyNames.map((p) => [
-      p,
-      at60[p].success,
-      at60[p].qosFailure,
-      at60[p].rejected,
-      at60[p].networkLateShare,
-    ]),
-  );
+  for (const lambda of [20, 60, 100] as const) {
+    const cells = grid['full-edge'][lambda];
+    printTable(
+      `full-edge, lambda = ${lambda}: where the queries go (%), and the share of QoS failures the network caused`,
+      ['policy', 'success', 'QoS failure', 'rejected', 'network-late % of QoS failures'],
+      policyNames.map((p) => [
+        p,
+        cells[p].success,
+        cells[p].qosFailure,
+        cells[p].rejected,
+        cells[p].networkLateShare,
+      ]),
+    );
+  }
   printTable(
     'offered load, queries/s per access point over the episode (full-edge, farthest)',
     ['lambda', 'queries/s'],
