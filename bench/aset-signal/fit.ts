@@ -33,10 +33,14 @@ interface Scores {
   readonly network: number;
 }
 
-/** The regression's settings: ASET's hidden layers; a few epochs, as the samples are few. */
+/**
+ * The regression's settings: ASET's hidden layers; at least `epochs` passes and at least
+ * `minSteps` gradient steps, so a small sample (80 decisions) is fitted as far as a large one.
+ */
 interface FitOptions {
   readonly hidden: readonly number[];
   readonly epochs: number;
+  readonly minSteps: number;
   readonly batchSize: number;
   readonly learningRate: number;
   readonly seed: number;
@@ -45,6 +49,7 @@ interface FitOptions {
 const defaults: FitOptions = {
   hidden: [64, 32],
   epochs: 20,
+  minSteps: 0,
   batchSize: 16,
   learningRate: 1e-3,
   seed: 1,
@@ -58,7 +63,9 @@ function trainNetwork(train: readonly Sample[], options: FitOptions): Network {
   const adam = new Adam(network.params, options.learningRate);
   const order = train.map((_, i) => i);
   const gradient = new Float64Array(actions);
-  for (let epoch = 0; epoch < options.epochs; epoch += 1) {
+  const batches = Math.ceil(train.length / options.batchSize);
+  const epochs = Math.max(options.epochs, Math.ceil(options.minSteps / batches));
+  for (let epoch = 0; epoch < epochs; epoch += 1) {
     shuffle(order, uniform);
     for (let from = 0; from < order.length; from += options.batchSize) {
       const batch = order.slice(from, from + options.batchSize);

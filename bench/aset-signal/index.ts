@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- aset-signal [--topology T] [--condition C] [--base P,...] [--seeds N]
- * [--horizon N] [--workers N] [--skip-references]`: how much of the hindsight oracle's margin a
+ * [--horizon N] [--workers N] [--skip-references] [--save F] [--load F]`: how much of the hindsight oracle's margin a
  * controller that sees ASET's state could ever claim, in one regime (conditions.ts).
  *
  * First the references on the same seeds: every static policy and the 4-window-lookahead
@@ -15,6 +15,7 @@
  * could learn from the same state. A positive control plants a 2-point state-dependent effect and
  * checks the network finds it.
  */
+import { readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { featureNames, featuresPerWorker } from '../../shared/aset/observation.js';
@@ -41,6 +42,8 @@ const bestStatic: Record<TopologyName, PolicyName> = {
   'full-edge': 'farthest',
 };
 const plantedPoints = 2;
+/** Minimum gradient steps the planted control chooses among (0: 20 epochs, the 2026-11-23 fit). */
+const fitLengths = [0, 500, 2000];
 
 function oneOf<T extends string>(flag: string, value: string, allowed: readonly T[]): T {
   if (!allowed.includes(value as T))
@@ -59,6 +62,8 @@ function settingsFrom(args: string[]) {
       horizon: { type: 'string', default: '5' },
       workers: { type: 'string', default: String(Math.min(2, availableParallelism())) },
       'skip-references': { type: 'boolean', default: false },
+      save: { type: 'string' },
+      load: { type: 'string' },
     },
   });
   const topology = oneOf('--topology', values.topology, topologyNames);
@@ -86,9 +91,32 @@ function settingsFrom(args: string[]) {
     horizon,
     workers,
     references: !values['skip-references'],
+    save: values.save,
+    load: values.load,
   };
 }
 type Settings = ReturnType<typeof settingsFrom>;
+
+/** The deviation trials as JSON (states as plain arrays), so the fits can be rerun alone. */
+function writeTrials(path: string, runs: readonly SeedTrials[]): void {
+  const plain = runs.map((run) => ({
+    ...run,
+    trials: run.trials.map((t) => ({ ...t, state: Array.from(t.state) })),
+  }));
+  writeFileSync(path, JSON.stringify(plain));
+}
+
+function readTrials(path: string): SeedTrials[] {
+  const plain = JSON.parse(readFileSync(path, 'utf8')) as Array<
+    Omit<SeedTrials, 'trials'> & {
+      trials: Array<Omit<SeedTrials['trials'][number], 'state'> & { state: number[] }>;
+    }
+  >;
+  return plain.map((run) => ({
+    ...run,
+    trials: run.trials.map((t) => ({ ...t, state: Float32Array.from(t.state) })),
+  }));
+}
 
 /** "load of worker 7" for a state index (the state is worker-major, features of eq. 11). */
 function featureLabel(index: number): string {
@@ -177,10 +205,21 @@ function analyseBase(runs: readonly SeedTrials[], base: PolicyName, settings: Se
       (100 * samples.filter((s) => argmax(s.gains) === a).length) / samples.length,
     ]),
   );
-  const real = crossValidate(samples);
   const feature = mostVariedFeature(samples);
   const planted = plantEffect(samples, policyNames.indexOf(base), feature, plantedPoints);
-  const control = crossValidate(planted);
+  // The fit's length is chosen on the planted control alone (its power to find a planted
+  // effect), never on the real gains, then applied to them.
+  const tried = fitLengths.map((minSteps) => ({
+    minSteps,
+    control: crossValidate(planted, { minSteps }),
+  }));
+  const { minSteps, control } = tried.reduce((a, b) =>
+    b.control.network - b.control.stateFree > a.control.network - a.control.stateFree ? b : a,
+  );
+  process.stdout.write(
+    `\nfit length by the planted control: ${tried.map((t) => `${t.minSteps} steps ${(t.control.network - t.control.stateFree).toFixed(3)}`).join(', ')}; chosen ${minSteps}\n`,
+  );
+  const real = crossValidate(samples, { minSteps });
   printTable(
     `choosing the deviation from ${base}, leave-one-seed-out: mean realized gain, points`,
     [
@@ -213,6 +252,7 @@ function analyseBase(runs: readonly SeedTrials[], base: PolicyName, settings: Se
     [`${base}_networkGain`]: real.network,
     [`${base}_stateSignal`]: real.network - Math.max(real.stateFree, real.perWindow),
     [`${base}_plantedSignal`]: control.network - control.stateFree,
+    [`${base}_fitMinSteps`]: minSteps,
   };
 }
 
@@ -235,7 +275,9 @@ async function main(args: string[]): Promise<void> {
     };
   }
   const referencesS = (performance.now() - started) / 1000;
-  const runs = await deviations(settings, seeds);
+  const runs =
+    settings.load === undefined ? await deviations(settings, seeds) : readTrials(settings.load);
+  if (settings.save !== undefined) writeTrials(settings.save, runs);
   const collectedS = (performance.now() - started) / 1000;
   for (const base of settings.bases) figures = { ...figures, ...analyseBase(runs, base, settings) };
   const wallS = (performance.now() - started) / 1000;
