@@ -94,6 +94,14 @@ class ObservationRecorder {
     this.responses = new Float64Array(workers);
   }
 
+  /** An independent recorder with the same per-worker state and response counts. */
+  clone(): ObservationRecorder {
+    const copy = new ObservationRecorder(this.workers);
+    copy.state.set(this.state);
+    copy.responses.set(this.responses);
+    return copy;
+  }
+
   /** L_w: sum of size * rate over the streams bound to `worker`. */
   load(worker: number): number {
     return this.state[worker * featuresPerWorker + LOAD]!;

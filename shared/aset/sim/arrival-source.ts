@@ -11,11 +11,13 @@ import type { StreamArrival } from './workload.js';
 interface ArrivalSource {
   peekMs(): number;
   next(): StreamArrival;
+  /** An independent source standing where this one stands: it yields what this one would. */
+  fork(): ArrivalSource;
 }
 
-/** Replays a fixed, sorted list of arrivals. */
-function listSource(arrivals: readonly StreamArrival[]): ArrivalSource {
-  let i = 0;
+/** Replays a fixed, sorted list of arrivals, from position `from` on. */
+function listSource(arrivals: readonly StreamArrival[], from = 0): ArrivalSource {
+  let i = from;
   return {
     peekMs: () => arrivals[i]?.atMs ?? Infinity,
     next: () => {
@@ -24,6 +26,8 @@ function listSource(arrivals: readonly StreamArrival[]): ArrivalSource {
       i += 1;
       return arrival;
     },
+    // The list itself is never written, so a fork shares it and copies only the position.
+    fork: () => listSource(arrivals, i),
   };
 }
 

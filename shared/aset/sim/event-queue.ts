@@ -82,6 +82,20 @@ class EventQueue {
     return top;
   }
 
+  /**
+   * An independent queue holding the same events in the same heap layout, with the same next
+   * sequence number: it pops exactly what this one would, and pushes order the same way.
+   */
+  clone(): EventQueue {
+    const copy = new EventQueue();
+    copy.times = this.times.slice();
+    copy.seqs = this.seqs.slice();
+    copy.payloads = this.payloads.slice();
+    copy.count = this.count;
+    copy.nextSeq = this.nextSeq;
+    return copy;
+  }
+
   private grow(): void {
     const size = this.times.length * 2;
     const times = new Float64Array(size);

@@ -5,12 +5,14 @@
  *
  * The greedy oracle, window by window: from the exact simulator state the chosen prefix leads to,
  * try each of the seven static policies for the next window of T, keep the one with the most
- * successful queries IN THAT WINDOW, and move on from the state that choice produced. The
- * simulator cannot be snapshotted, so "the same state" is rebuilt by deterministic replay: a
- * fresh simulation on the same options and seed, driven through the chosen prefix with the same
- * `setPolicy`/`runUntil` sequence, is bit-for-bit the state the realized run had (every random
- * stream is seeded and consumed in event order). The realized path is the chain of winning trials
- * itself, so the reported outcomes are those of an actual run of the chosen policy sequence.
+ * successful queries IN THAT WINDOW, and move on from the state that choice produced. "The same
+ * state" is a fork of the realized simulation (`Simulation.fork`): a copy of its whole state,
+ * every random stream included, which runs bit-for-bit as the realized run would. Each candidate
+ * is tried on its own fork of the state at the window's start, and the realized path continues
+ * from the winner's fork as it stood after its first window, so the reported outcomes are those
+ * of an actual run of the chosen policy sequence. (Forking is exact: an earlier version rebuilt
+ * each state by replaying the chosen prefix from t = 0, O(W^2) windows a run, and gave the same
+ * results.) A run costs candidates x (1 + lookahead) windows per window, plus the forks' copies.
  *
  * What this is NOT:
  * - Not an upper bound. It is myopic: a window's success is mostly earned by streams bound in
@@ -64,8 +66,43 @@ interface OracleWindow extends ControlledWindow {
 /** A realized oracle run, comparable field for field with `runControlled`'s result. */
 interface OracleRun extends ControlledRun {
   readonly windows: OracleWindow[];
-  /** Simulated milliseconds spent (replays and trials), so callers can report the oracle's cost. */
+  /**
+   * Simulated milliseconds spent, so callers can report the oracle's cost: the sum of every
+   * trial's horizon (each candidate, from the window's start to its horizon's end). The realized
+   * path adds nothing (it is the winners' first windows) and forks copy state, simulating nothing.
+   */
   readonly simulatedMs: number;
+}
+
+/** A candidate's trial from one window's state, and what the realized path needs of it. */
+interface Trial {
+  readonly success: number;
+  /** Outcomes of the trial's first window (the deciding one). */
+  readonly first: Outcomes;
+  /** The trial's simulation as it stood after its first window. */
+  readonly after: Simulation;
+}
+
+/**
+ * Plays `policy` on `simulation` (which it consumes) over `horizon`, window ends from the
+ * deciding window's on, and sums its successes.
+ */
+function playTrial(simulation: Simulation, policy: PolicyName, horizon: readonly number[]): Trial {
+  simulation.setPolicy(policy);
+  let success = 0;
+  let first: Outcomes | undefined;
+  let after = simulation;
+  for (const end of horizon) {
+    simulation.runUntil(end);
+    const window = simulation.takeWindow();
+    if (first === undefined) {
+      first = window;
+      // Later windows move the trial on: keep the state the realized path would continue from.
+      if (horizon.length > 1) after = simulation.fork();
+    }
+    success += window.success;
+  }
+  return { success, first: first!, after };
 }
 
 /**
@@ -85,57 +122,33 @@ function runGreedyOracle(
     throw new RangeError('lookaheadWindows must be an integer >= 0');
   }
   const ends = windowEnds(run.durationMs, windowMs);
-  const chosen: PolicyName[] = [];
   const windows: OracleWindow[] = [];
   let simulatedMs = 0;
 
-  /** A fresh simulation standing at the start of window `k`, on the chosen prefix. */
-  const replay = (k: number): Simulation => {
-    const simulation = createSimulation(options);
-    for (let i = 0; i < k; i += 1) {
-      simulation.setPolicy(chosen[i]!);
-      simulation.runUntil(ends[i]!);
-      simulation.takeWindow();
-    }
-    simulatedMs += k > 0 ? ends[k - 1]! : 0;
-    return simulation;
-  };
-
-  // Without lookahead the winning trial stands exactly at the next window's start, so it serves
-  // as one of the next window's copies and saves one replay per window.
-  let leader: Simulation | undefined;
+  // The realized simulation, standing at the start of window k.
+  let realized = createSimulation(options);
   for (let k = 0; k < ends.length; k += 1) {
     const startMs = k > 0 ? ends[k - 1]! : 0;
     const horizon = ends.slice(k, k + 1 + lookahead);
-    let best: { policy: PolicyName; success: number; first: Outcomes; sim: Simulation } | undefined;
+    let best: { policy: PolicyName; trial: Trial } | undefined;
     const trialSuccess: Partial<Record<PolicyName, number>> = {};
-    for (const policy of candidates) {
-      const simulation = leader ?? replay(k);
-      leader = undefined;
-      simulation.setPolicy(policy);
-      let success = 0;
-      let first: Outcomes | undefined;
-      for (const end of horizon) {
-        simulation.runUntil(end);
-        const window = simulation.takeWindow();
-        first ??= window;
-        success += window.success;
-      }
+    for (const [i, policy] of candidates.entries()) {
+      // The last candidate may take the realized state itself: nothing needs it afterwards.
+      const from = i === candidates.length - 1 ? realized : realized.fork();
+      const trial = playTrial(from, policy, horizon);
       simulatedMs += horizon[horizon.length - 1]! - startMs;
-      trialSuccess[policy] = success;
-      if (best === undefined || success > best.success) {
-        best = { policy, success, first: first!, sim: simulation };
-      }
+      trialSuccess[policy] = trial.success;
+      if (best === undefined || trial.success > best.trial.success) best = { policy, trial };
     }
-    chosen.push(best!.policy);
-    if (lookahead === 0) leader = best!.sim;
+    const { policy, trial } = best!;
+    realized = trial.after;
     windows.push({
       startMs,
       endMs: ends[k]!,
-      policy: best!.policy,
-      success: best!.first.success,
-      qosFailure: best!.first.qosFailure,
-      rejected: best!.first.rejected,
+      policy,
+      success: trial.first.success,
+      qosFailure: trial.first.qosFailure,
+      rejected: trial.first.rejected,
       trialSuccess,
     });
   }
@@ -194,10 +207,11 @@ interface DeviationTrial {
 
 /**
  * The one-window deviations from `spec.base` described in the module comment: the labels of a
- * supervised "which policy should this state get" problem, with every candidate's outcome known
- * (the simulator replays the base prefix per trial, so each costs decision + horizon windows).
- * The hindsight caveat of the greedy oracle applies: candidates consume the noise streams
- * differently, so part of a trial's difference is noise no state can predict.
+ * supervised "which policy should this state get" problem, with every candidate's outcome known.
+ * One simulation follows the base path; at each decision every candidate plays on a fork of it,
+ * so a call costs the base path up to the last decision plus candidates x horizon windows per
+ * decision. The hindsight caveat of the greedy oracle applies: candidates consume the noise
+ * streams differently, so part of a trial's difference is noise no state can predict.
  */
 function deviationTrials(options: SimulationOptions, spec: DeviationSpec): DeviationTrial[] {
   const windowMs = spec.windowMs ?? defaultWindowMs;
@@ -209,24 +223,29 @@ function deviationTrials(options: SimulationOptions, spec: DeviationSpec): Devia
     throw new RangeError('decisions must be window indices >= 0');
   }
   if (candidates.length === 0) throw new RangeError('deviationTrials needs a candidate');
-  return spec.decisions.map((k) => {
-    let state: Float32Array | undefined;
+  const base = createSimulation(options);
+  base.setPolicy(spec.base);
+  // The base path's state at window 0, then after each window it has run.
+  let state = encodeState(options.topology, undefined);
+  let done = 0;
+  const trials = new Map<number, DeviationTrial>();
+  const order = [...new Set(spec.decisions)].sort((a, b) => a - b);
+  for (const k of order) {
+    for (; done < k; done += 1) {
+      base.runUntil((done + 1) * windowMs);
+      state = encodeState(options.topology, base.takeWindow());
+    }
     const success: Partial<Record<PolicyName, number>> = {};
     const counted: Partial<Record<PolicyName, number>> = {};
-    for (const candidate of candidates) {
-      const simulation = createSimulation(options);
-      simulation.setPolicy(spec.base);
-      for (let i = 0; i < k; i += 1) {
-        simulation.runUntil((i + 1) * windowMs);
-        const window = simulation.takeWindow();
-        if (i === k - 1) state ??= encodeState(options.topology, window);
-      }
-      state ??= encodeState(options.topology, undefined);
+    for (const [i, candidate] of candidates.entries()) {
+      // The last trial of the last decision may run on the base path itself.
+      const last = k === order[order.length - 1] && i === candidates.length - 1;
+      const simulation = last ? base : base.fork();
       let won = 0;
       let all = 0;
-      for (let i = k; i < k + spec.horizonWindows; i += 1) {
-        simulation.setPolicy(i === k ? candidate : spec.base);
-        simulation.runUntil((i + 1) * windowMs);
+      for (let j = k; j < k + spec.horizonWindows; j += 1) {
+        simulation.setPolicy(j === k ? candidate : spec.base);
+        simulation.runUntil((j + 1) * windowMs);
         const window = simulation.takeWindow();
         won += window.success;
         all += window.success + window.qosFailure + window.rejected;
@@ -234,7 +253,22 @@ function deviationTrials(options: SimulationOptions, spec: DeviationSpec): Devia
       success[candidate] = won;
       counted[candidate] = all;
     }
-    return { window: k, state: state!, success, counted };
+    trials.set(k, { window: k, state, success, counted });
+  }
+  // A decision listed twice gets a copy of its own, as if computed twice.
+  const used = new Set<number>();
+  return spec.decisions.map((k) => {
+    const trial = trials.get(k)!;
+    if (!used.has(k)) {
+      used.add(k);
+      return trial;
+    }
+    return {
+      window: k,
+      state: trial.state.slice(),
+      success: { ...trial.success },
+      counted: { ...trial.counted },
+    };
   });
 }
 

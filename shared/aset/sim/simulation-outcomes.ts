@@ -48,6 +48,26 @@ class OutcomeLedger {
   private networkLate = 0;
   private readonly rejectedStreams: RejectedStream[] = [];
 
+  /**
+   * An independent ledger with the same counts in every scope, the same apps in the same order,
+   * and the same rejected streams pending (in the same order, each with its count so far).
+   */
+  clone(): OutcomeLedger {
+    const copy = new OutcomeLedger();
+    Object.assign(copy.total, this.total);
+    Object.assign(copy.window, this.window);
+    Object.assign(copy.period, this.period);
+    this.appNames.forEach((name, i) => {
+      copy.appOf(name);
+      Object.assign(copy.appOutcomes[i]!, this.appOutcomes[i]!);
+    });
+    Object.assign(copy.streamTotals, this.streamTotals);
+    copy.queriesOffered = this.queriesOffered;
+    copy.networkLate = this.networkLate;
+    for (const r of this.rejectedStreams) copy.rejectedStreams.push({ ...r });
+    return copy;
+  }
+
   /** The index of app `name`, registering it on its first stream. */
   appOf(name: string): number {
     let index = this.appIndex.get(name);

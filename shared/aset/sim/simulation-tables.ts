@@ -62,6 +62,25 @@ class StreamTable {
     return s;
   }
 
+  /** An independent table with the same streams in the same slots. */
+  clone(): StreamTable {
+    const copy = new StreamTable();
+    copy.count = this.count;
+    copy.worker = this.worker.slice();
+    copy.scheduler = this.scheduler.slice();
+    copy.app = this.app.slice();
+    copy.queries = this.queries.slice();
+    copy.emitted = this.emitted.slice();
+    copy.start = this.start.slice();
+    copy.period = this.period.slice();
+    copy.rate = this.rate.slice();
+    copy.size = this.size.slice();
+    copy.maxDelay = this.maxDelay.slice();
+    copy.upFixed = this.upFixed.slice();
+    copy.access = this.access.slice();
+    return copy;
+  }
+
   /** Makes every column at least `size` long. */
   private grow(size: number): void {
     this.worker = grownI32(this.worker, size);
@@ -105,6 +124,19 @@ class QueryTable {
   close(slot: number): void {
     this.freeSlots[this.freeCount++] = slot;
     this.inFlight -= 1;
+  }
+
+  /** An independent table: the same queries in the same slots, and the same free list order. */
+  clone(): QueryTable {
+    const copy = new QueryTable();
+    copy.stream = this.stream.slice();
+    copy.sent = this.sent.slice();
+    copy.networkExcess = this.networkExcess.slice();
+    copy.inFlight = this.inFlight;
+    copy.freeSlots = this.freeSlots.slice();
+    copy.freeCount = this.freeCount;
+    copy.high = this.high;
+    return copy;
   }
 
   /** A free slot if there is one, else the next new one (growing the columns). */

@@ -104,7 +104,7 @@ class WorkerPool {
   private readonly queueHead: Int32Array;
   readonly queueLength: Int32Array;
 
-  constructor(workers: readonly Worker[]) {
+  constructor(private readonly workers: readonly Worker[]) {
     const W = workers.length;
     this.batchSize = new Int32Array(W);
     this.fixedMs = new Float64Array(W);
@@ -145,6 +145,22 @@ class WorkerPool {
     this.queues = workers.map(() => new Int32Array(64));
     this.queueHead = new Int32Array(W);
     this.queueLength = new Int32Array(W);
+  }
+
+  /**
+   * An independent pool in the same state: the same free servers in the same stack order, the
+   * same batches, and each queue with its ring laid out as it is here.
+   */
+  clone(): WorkerPool {
+    const copy = new WorkerPool(this.workers);
+    copy.batchLength.set(this.batchLength);
+    copy.batchMembers.set(this.batchMembers);
+    copy.freeCount.set(this.freeCount);
+    this.freeServers.forEach((free, w) => copy.freeServers[w]!.set(free));
+    this.queues.forEach((queue, w) => (copy.queues[w] = queue.slice()));
+    copy.queueHead.set(this.queueHead);
+    copy.queueLength.set(this.queueLength);
+    return copy;
   }
 
   /** Appends query `slot` to worker `w`'s queue, doubling the ring when it is full. */

@@ -24,13 +24,17 @@
  * - Outcomes count when the response reaches the client (or the query is dropped, or, rejected,
  *   would have been sent). Queries still in flight when a run stops are counted nowhere.
  *
- * Randomness comes from four independent seeded streams (workload per access point, network,
- * processing, policy), so runs on one seed see the same workload whatever the policy.
+ * Randomness comes from independent seeded streams (workload per access point, network, network
+ * tails, processing, policy), so runs on one seed see the same workload whatever the policy.
+ *
+ * A simulation can be forked (`Simulation.fork`): the copy stands at the same time in exactly the
+ * same state, every random stream included, so the two run bit-identically under the same calls
+ * and independently of each other. The hindsight oracle (oracle.ts) tries its candidates on forks.
  *
  * The hot path allocates nothing per query: streams, queries, queues and batches live in typed
  * arrays indexed by slot, and events are int32 payloads in `EventQueue`.
  */
-import { normal, seededRandom } from '../../random/index.js';
+import { SeededRandom } from '../../random/index.js';
 import { EventQueue } from './event-queue.js';
 import { ObservationRecorder } from '../observation.js';
 import type { Observation } from '../observation.js';
@@ -77,6 +81,15 @@ interface Simulation {
   totals(): Totals;
   /** Outcomes and samples since the previous call (or the start). */
   takeWindow(): SimulationWindow;
+  /**
+   * An independent simulation standing at the same time in exactly the same state: clock, pending
+   * events, streams, queries, queues, counts, the window so far, the policy in force and every
+   * random stream. Driven by the same calls, the two give bit-identical results, and driving one
+   * never affects the other. Costs a copy of the state (no replay). The policy implementations
+   * (`SimulationOptions.policies`) are shared, so they must keep no state (those of policies.ts
+   * keep none: their randomness comes from the simulation's policy stream, which is copied).
+   */
+  fork(): Simulation;
 }
 
 /** Event kinds, in the low KIND_BITS of an event's payload; the rest is the subject's slot. */
@@ -86,6 +99,53 @@ const DELIVERY = 2;
 const STREAM_END = 3;
 const KIND_BITS = 2;
 const KIND_MASK = 3;
+
+/** Everything a run carries from one instant to the next: what a fork copies. */
+interface EngineState {
+  readonly policyName: PolicyName;
+  readonly source: ArrivalSource;
+  readonly networkRandom: SeededRandom;
+  readonly networkTailRandom: SeededRandom;
+  readonly processingRandom: SeededRandom;
+  readonly policyRandom: SeededRandom;
+  readonly links: LinkTable;
+  readonly pool: WorkerPool;
+  readonly streams: StreamTable;
+  readonly queries: QueryTable;
+  readonly ledger: OutcomeLedger;
+  readonly recorder: ObservationRecorder;
+  readonly events: EventQueue;
+  readonly now: number;
+  readonly sampleIndex: number;
+  readonly nextSampleMs: number;
+  readonly windowStart: number;
+  readonly windowSamples: Observation[];
+}
+
+/** A run's state at time 0: nothing bound, nothing pending, every random stream at its seed. */
+function initialState(options: SimulationOptions, sampleEveryMs: number): EngineState {
+  const seeded = (label: string) => new SeededRandom(deriveSeed(options.seed, label));
+  return {
+    policyName: options.policy ?? 'closest',
+    source: sourceFor(options),
+    networkRandom: seeded('network'),
+    networkTailRandom: seeded('network-tail'),
+    processingRandom: seeded('processing'),
+    policyRandom: seeded('policy'),
+    links: new LinkTable(options.topology),
+    pool: new WorkerPool(options.topology.workers),
+    streams: new StreamTable(),
+    queries: new QueryTable(),
+    ledger: new OutcomeLedger(),
+    recorder: new ObservationRecorder(options.topology.workers.length),
+    events: new EventQueue(),
+    now: 0,
+    sampleIndex: 1,
+    nextSampleMs: sampleEveryMs,
+    windowStart: 0,
+    windowSamples: [],
+  };
+}
 
 /**
  * One run: its clock, random streams, tables and counts as explicit fields, and a named handler
@@ -99,27 +159,38 @@ class SimulationEngine {
   policyName: PolicyName;
   private policy: Policy;
   private readonly source: ArrivalSource;
+  private readonly networkRandom: SeededRandom;
   private readonly networkNormal: () => number;
   /** Uniforms for heavy-tailed hops only (a stream of its own: normal links draw as before). */
+  private readonly networkTailRandom: SeededRandom;
   private readonly networkTail: () => number;
+  private readonly processingRandom: SeededRandom;
   private readonly processingNormal: () => number;
+  private readonly policyRandom: SeededRandom;
   private readonly policyUniform: () => number;
+  /** Immutable once built: a fork shares it. */
   private readonly links: LinkTable;
   private readonly pool: WorkerPool;
-  private readonly streams = new StreamTable();
-  private readonly queries = new QueryTable();
-  private readonly ledger = new OutcomeLedger();
+  private readonly streams: StreamTable;
+  private readonly queries: QueryTable;
+  private readonly ledger: OutcomeLedger;
   private readonly recorder: ObservationRecorder;
   private readonly loadOf: (worker: Worker) => number;
-  private readonly events = new EventQueue();
-  now = 0;
-  private sampleIndex = 1;
+  private readonly events: EventQueue;
+  now: number;
+  private sampleIndex: number;
   private nextSampleMs: number;
-  private windowStart = 0;
-  private windowSamples: Observation[] = [];
+  private windowStart: number;
+  private windowSamples: Observation[];
 
-  /** Checks the options and topology (throwing RangeError) and stands the run at time 0. */
-  constructor(options: SimulationOptions) {
+  /**
+   * Checks the options and topology (throwing RangeError) and stands the run at time 0; or, given
+   * `state` (see `fork`), in that state.
+   */
+  constructor(
+    private readonly options: SimulationOptions,
+    state?: EngineState,
+  ) {
     const { topology } = options;
     this.topology = topology;
     topology.workers.forEach((worker, i) => {
@@ -129,21 +200,61 @@ class SimulationEngine {
     this.sampleEveryMs = options.sampleEveryMs ?? 1000;
     if (!(this.sampleEveryMs > 0)) throw new RangeError('sampleEveryMs must be positive');
     this.policyTable = options.policies ?? staticPolicies;
-    this.policyName = options.policy ?? 'closest';
+    const s = state ?? initialState(options, this.sampleEveryMs);
+    this.policyName = s.policyName;
     this.policy = this.policyTable[this.policyName];
 
-    this.source = sourceFor(options);
-    this.networkNormal = normal(seededRandom(deriveSeed(options.seed, 'network')));
-    this.networkTail = seededRandom(deriveSeed(options.seed, 'network-tail'));
-    this.processingNormal = normal(seededRandom(deriveSeed(options.seed, 'processing')));
-    this.policyUniform = seededRandom(deriveSeed(options.seed, 'policy'));
+    this.source = s.source;
+    this.networkRandom = s.networkRandom;
+    this.networkNormal = s.networkRandom.normal;
+    this.networkTailRandom = s.networkTailRandom;
+    this.networkTail = s.networkTailRandom.next;
+    this.processingRandom = s.processingRandom;
+    this.processingNormal = s.processingRandom.normal;
+    this.policyRandom = s.policyRandom;
+    this.policyUniform = s.policyRandom.next;
 
-    this.links = new LinkTable(topology);
-    this.pool = new WorkerPool(topology.workers);
-    const recorder = new ObservationRecorder(topology.workers.length);
+    this.links = s.links;
+    this.pool = s.pool;
+    this.streams = s.streams;
+    this.queries = s.queries;
+    this.ledger = s.ledger;
+    const recorder = s.recorder;
     this.recorder = recorder;
     this.loadOf = (worker: Worker): number => recorder.load(worker.index);
-    this.nextSampleMs = this.sampleEveryMs;
+    this.events = s.events;
+    this.now = s.now;
+    this.sampleIndex = s.sampleIndex;
+    this.nextSampleMs = s.nextSampleMs;
+    this.windowStart = s.windowStart;
+    this.windowSamples = s.windowSamples;
+  }
+
+  /**
+   * An independent engine in exactly this one's state (see `Simulation.fork`): every table,
+   * counter and random stream copied; only the link table, never written, is shared.
+   */
+  fork(): SimulationEngine {
+    return new SimulationEngine(this.options, {
+      policyName: this.policyName,
+      source: this.source.fork(),
+      networkRandom: this.networkRandom.clone(),
+      networkTailRandom: this.networkTailRandom.clone(),
+      processingRandom: this.processingRandom.clone(),
+      policyRandom: this.policyRandom.clone(),
+      links: this.links,
+      pool: this.pool.clone(),
+      streams: this.streams.clone(),
+      queries: this.queries.clone(),
+      ledger: this.ledger.clone(),
+      recorder: this.recorder.clone(),
+      events: this.events.clone(),
+      now: this.now,
+      sampleIndex: this.sampleIndex,
+      nextSampleMs: this.nextSampleMs,
+      windowStart: this.windowStart,
+      windowSamples: this.windowSamples.map((o) => ({ ...o, features: o.features.slice() })),
+    });
   }
 
   /** The policy for streams arriving from now on. */
@@ -377,7 +488,11 @@ class SimulationEngine {
  * then `setPolicy(next)`; a static benchmark sets one policy and runs (see `runStatic`).
  */
 function createSimulation(options: SimulationOptions): Simulation {
-  const engine = new SimulationEngine(options);
+  return wrap(new SimulationEngine(options));
+}
+
+/** The `Simulation` face of an engine. */
+function wrap(engine: SimulationEngine): Simulation {
   // Functions rather than the engine itself, so a caller can pass them around unbound.
   return {
     setPolicy: (name: PolicyName) => engine.setPolicy(name),
@@ -388,6 +503,7 @@ function createSimulation(options: SimulationOptions): Simulation {
     now: () => engine.now,
     totals: () => engine.totals(),
     takeWindow: () => engine.takeWindow(),
+    fork: () => wrap(engine.fork()),
   };
 }
 

@@ -8,7 +8,7 @@
  * seed), never shared with network noise or policy draws: two runs on one seed see the identical
  * streams whatever policy schedules them, which is what makes policies comparable.
  */
-import { seededRandom } from '../../random/index.js';
+import { SeededRandom, seededRandom } from '../../random/index.js';
 import type { AppSpec, Range } from '../scenario.js';
 import type { Stream } from '../types.js';
 
@@ -140,13 +140,26 @@ class AccessPointSource {
   /** Time of the arrival not yet taken, in ms (Infinity: none ever again). */
   nextMs: number;
 
+  /** A generator on `random`, at its first arrival; or, with `from`, a fork of `from`. */
   constructor(
     readonly scheduler: string,
     private readonly schedule: LambdaSchedule,
-    seed: number,
+    private readonly random: SeededRandom,
+    from?: AccessPointSource,
   ) {
-    this.uniform = seededRandom(seed);
-    this.nextMs = this.advance();
+    this.uniform = random.next;
+    if (from === undefined) {
+      this.nextMs = this.advance();
+    } else {
+      this.step = from.step;
+      this.tS = from.tS;
+      this.nextMs = from.nextMs;
+    }
+  }
+
+  /** An independent generator in the same state: the same draws, step, time and next arrival. */
+  fork(): AccessPointSource {
+    return new AccessPointSource(this.scheduler, this.schedule, this.random.clone(), this);
   }
 
   /**
@@ -210,7 +223,7 @@ class AccessPointSource {
  * probability zero) go to the lower access point first.
  */
 class Workload {
-  private readonly sources: AccessPointSource[];
+  private sources: AccessPointSource[];
   private nextId = 0;
 
   constructor(private readonly options: WorkloadOptions) {
@@ -219,8 +232,23 @@ class Workload {
     if (!(options.durationScale > 0)) throw new RangeError('durationScale must be positive');
     this.sources = options.schedulers.map(
       (scheduler, i) =>
-        new AccessPointSource(scheduler, options.lambda, deriveSeed(options.seed, `workload/${i}`)),
+        new AccessPointSource(
+          scheduler,
+          options.lambda,
+          new SeededRandom(deriveSeed(options.seed, `workload/${i}`)),
+        ),
     );
+  }
+
+  /**
+   * An independent workload standing where this one stands: every access point's generator in
+   * the same state and the same next stream id, so it yields exactly the arrivals this one would.
+   */
+  fork(): Workload {
+    const copy = new Workload(this.options);
+    copy.sources = this.sources.map((source) => source.fork());
+    copy.nextId = this.nextId;
+    return copy;
   }
 
   private earliest(): AccessPointSource | undefined {
