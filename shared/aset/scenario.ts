@@ -20,7 +20,7 @@ import type {
   DnnModel,
   Layer,
   Link,
-  LinkTail,
+  LinkSpikes,
   ResourceKind,
   Resources,
   Scheduler,
@@ -193,15 +193,19 @@ interface VariantsSpec {
 }
 
 /**
- * A hop's one-way delay: mean and deviation (the paper's d and sigma add up hop by hop), normal
- * unless `tail` makes it heavy-tailed with the same mean and deviation (types.ts `LinkTail`).
+ * A hop's one-way delay: nominal mean and deviation (the paper's d and sigma add up hop by hop),
+ * and optionally `spikes` the nominal figures do not show (types.ts `LinkSpikes`).
  */
 const hop = z
   .object({
     delayMs: z.number().min(0),
     deviationMs: z.number().min(0),
-    tail: z
-      .object({ shape: z.number().gt(2, 'a tail shape must be above 2 (finite deviation)') })
+    spikes: z
+      .object({
+        probability: z.number().gt(0).max(1),
+        shape: z.number().gt(1, 'a spike shape must be above 1 (finite mean)'),
+        scaleMs: z.number().positive(),
+      })
       .strict()
       .optional(),
   })
@@ -475,19 +479,19 @@ function linkBetween(spec: TopologyFile, antenna: number, node: Node): Link {
   }
   let delayMs = 0;
   let variance = 0;
-  const tails: LinkTail[] = [];
+  const spikes: LinkSpikes[] = [];
   const add = (layer: Layer) => {
-    const { delayMs: d, deviationMs: s, tail } = spec.layers[layer].hop;
+    const { delayMs: d, deviationMs: s, spikes: hopSpikes } = spec.layers[layer].hop;
     delayMs += d;
     variance += s * s;
-    if (tail !== undefined && s > 0) tails.push({ deviationMs: s, shape: tail.shape });
+    if (hopSpikes !== undefined) spikes.push(hopSpikes);
   };
   for (let l = 0; l <= top; l += 1) add(layers[l]!); // antenna up to the common ancestor
   for (let l = target + 1; l <= top; l += 1) add(layers[l]!); // and down to the node
-  // No `tails` key at all on a normal path, so a topology without tails hashes as it always did.
-  return tails.length === 0
+  // No `spikes` key at all on a path without them, so such a topology hashes as it always did.
+  return spikes.length === 0
     ? { delayMs, deviationMs: Math.sqrt(variance) }
-    : { delayMs, deviationMs: Math.sqrt(variance), tails };
+    : { delayMs, deviationMs: Math.sqrt(variance), spikes };
 }
 
 /**

@@ -62,24 +62,26 @@ interface Worker {
 }
 
 /**
- * A hop whose delay is heavy-tailed: Lomax (Pareto II) shaped, shifted to the hop's mean, with the
- * hop's deviation. Its share of the path's deviation is `deviationMs`.
+ * Delay spikes of one hop, stationary: each crossing, with `probability`, adds a Lomax (Pareto II)
+ * excess of tail index `shape` and scale `scaleMs` (median scaleMs * (2^(1/shape) - 1)).
  */
-interface LinkTail {
-  readonly deviationMs: number;
-  /** Pareto tail index alpha > 2 (a finite deviation); smaller is heavier. */
+interface LinkSpikes {
+  readonly probability: number;
+  /** Pareto tail index alpha > 1 (a finite mean); smaller is heavier. */
   readonly shape: number;
+  readonly scaleMs: number;
 }
 
 /**
- * One network path from a scheduler to a cluster: d_n^s and sigma_n^s, the mean and deviation of
- * its one-way delay (what constraint (3) reads). Without `tails` the delay is normal; with them,
- * those hops' parts are heavy-tailed and the rest normal, with the same mean and deviation.
+ * One network path from a scheduler to a cluster: d_n^s and sigma_n^s, the nominal mean and
+ * deviation of its one-way delay, which constraint (3) and the policies read. The delay drawn is
+ * N(d, sigma) plus, for each hop of the path with `spikes`, its occasional excess: a link less
+ * reliable than its nominal figures say, which the schedulers cannot see.
  */
 interface Link {
   readonly delayMs: number;
   readonly deviationMs: number;
-  readonly tails?: readonly LinkTail[];
+  readonly spikes?: readonly LinkSpikes[];
 }
 
 /** One scheduler per access point (lower-layer cluster), with a link to every cluster. */
@@ -169,7 +171,7 @@ export type {
   Variant,
   Worker,
   Link,
-  LinkTail,
+  LinkSpikes,
   Scheduler,
   Stream,
   Topology,

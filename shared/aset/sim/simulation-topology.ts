@@ -4,22 +4,19 @@
  * batch slots, and the FIFO ring of query slots they share. Typed arrays, so the hot path
  * allocates nothing per query.
  */
-import type { LinkTail, Scheduler, Topology, Worker } from '../types.js';
+import type { LinkSpikes, Scheduler, Topology, Worker } from '../types.js';
 
 /**
- * A draw of a Lomax (Pareto II) variable of tail index `shape` > 2, standardized to mean 0 and
- * deviation 1, by inversion of one uniform. Its floor is -sqrt((shape - 2) / shape): a heavy-tailed
- * hop can be only a little faster than its mean (the propagation floor) but much slower.
+ * The excess of a spike: Lomax (Pareto II) of tail index `shape` and scale `scaleMs`, by
+ * inversion of a uniform in [0, 1).
  */
-function standardLomax(shape: number, uniform: number): number {
-  const mean = Math.sqrt((shape - 2) / shape);
-  const scale = (shape - 1) * mean;
-  return scale * ((1 - uniform) ** (-1 / shape) - 1) - mean;
+function lomax(shape: number, scaleMs: number, uniform: number): number {
+  return scaleMs * ((1 - uniform) ** (-1 / shape) - 1);
 }
 
 /**
- * d and sigma per (scheduler, worker), so a query's network draw reads a few numbers: the normal
- * part's deviation, and for a path over heavy-tailed hops, each such hop's deviation and shape.
+ * d and sigma per (scheduler, worker), so a query's network draw reads two numbers, and the
+ * spikes of the path's hops where it has any.
  */
 class LinkTable {
   /** Position of each scheduler in the topology, by id. */
@@ -27,9 +24,7 @@ class LinkTable {
   private readonly workers: number;
   private readonly delay: Float64Array;
   private readonly deviation: Float64Array;
-  /** The deviation left to the normal part (sigma without the tailed hops'). */
-  private readonly normalDeviation: Float64Array;
-  private readonly tails: Array<readonly LinkTail[] | undefined>;
+  private readonly spikes: Array<readonly LinkSpikes[] | undefined>;
 
   constructor(topology: Topology) {
     const W = topology.workers.length;
@@ -38,8 +33,7 @@ class LinkTable {
     const size = topology.schedulers.length * W;
     this.delay = new Float64Array(size);
     this.deviation = new Float64Array(size);
-    this.normalDeviation = new Float64Array(size);
-    this.tails = new Array<readonly LinkTail[] | undefined>(size);
+    this.spikes = new Array<readonly LinkSpikes[] | undefined>(size);
     topology.schedulers.forEach((scheduler: Scheduler, s) => {
       for (const worker of topology.workers) {
         const link = scheduler.links[worker.cluster.id];
@@ -49,9 +43,7 @@ class LinkTable {
         const key = s * W + worker.index;
         this.delay[key] = link.delayMs;
         this.deviation[key] = link.deviationMs;
-        const tailVariance = (link.tails ?? []).reduce((v, t) => v + t.deviationMs ** 2, 0);
-        this.normalDeviation[key] = Math.sqrt(Math.max(0, link.deviationMs ** 2 - tailVariance));
-        this.tails[key] = link.tails;
+        this.spikes[key] = link.spikes;
       }
     });
   }
@@ -63,21 +55,26 @@ class LinkTable {
   }
 
   /**
-   * A non-negative draw of the link's delay between `scheduler` and `worker`: N(d, sigma), or
-   * with heavy-tailed hops d + a normal part + each tailed hop's standardized Lomax draw times its
-   * deviation. `tailUniform` is consumed only on such links, so a topology without tails draws
-   * exactly what it always drew.
+   * A non-negative draw of the link's delay between `scheduler` and `worker`: N(d, sigma), plus
+   * for each spiky hop of the path, with its probability, a spike. One uniform per spiky hop
+   * decides and (rescaled) sizes the spike; `spikeUniform` is consumed only on such paths, so a
+   * topology without spikes draws exactly what it always drew.
    */
-  draw(scheduler: number, worker: number, normal: () => number, tailUniform: () => number): number {
+  draw(
+    scheduler: number,
+    worker: number,
+    normal: () => number,
+    spikeUniform: () => number,
+  ): number {
     const key = scheduler * this.workers + worker;
-    const tails = this.tails[key];
-    let delay: number;
-    if (tails === undefined) {
-      delay = this.delay[key]! + this.deviation[key]! * normal();
-    } else {
-      delay = this.delay[key]! + this.normalDeviation[key]! * normal();
-      for (const tail of tails)
-        delay += tail.deviationMs * standardLomax(tail.shape, tailUniform());
+    let delay = this.delay[key]! + this.deviation[key]! * normal();
+    const spikes = this.spikes[key];
+    if (spikes !== undefined) {
+      for (const { probability, shape, scaleMs } of spikes) {
+        const u = spikeUniform();
+        // Given u < p, u / p is uniform in [0, 1): it sizes the spike.
+        if (u < probability) delay += lomax(shape, scaleMs, u / probability);
+      }
     }
     return delay > 0 ? delay : 0;
   }
@@ -208,4 +205,4 @@ class WorkerPool {
   }
 }
 
-export { LinkTable, WorkerPool, standardLomax };
+export { LinkTable, WorkerPool, lomax };

@@ -105,7 +105,7 @@ interface EngineState {
   readonly policyName: PolicyName;
   readonly source: ArrivalSource;
   readonly networkRandom: SeededRandom;
-  readonly networkTailRandom: SeededRandom;
+  readonly networkSpikeRandom: SeededRandom;
   readonly processingRandom: SeededRandom;
   readonly policyRandom: SeededRandom;
   readonly links: LinkTable;
@@ -129,7 +129,7 @@ function initialState(options: SimulationOptions, sampleEveryMs: number): Engine
     policyName: options.policy ?? 'closest',
     source: sourceFor(options),
     networkRandom: seeded('network'),
-    networkTailRandom: seeded('network-tail'),
+    networkSpikeRandom: seeded('network-spikes'),
     processingRandom: seeded('processing'),
     policyRandom: seeded('policy'),
     links: new LinkTable(options.topology),
@@ -161,9 +161,9 @@ class SimulationEngine {
   private readonly source: ArrivalSource;
   private readonly networkRandom: SeededRandom;
   private readonly networkNormal: () => number;
-  /** Uniforms for heavy-tailed hops only (a stream of its own: normal links draw as before). */
-  private readonly networkTailRandom: SeededRandom;
-  private readonly networkTail: () => number;
+  /** Uniforms for spiky hops only (a stream of its own: links without spikes draw as before). */
+  private readonly networkSpikeRandom: SeededRandom;
+  private readonly networkSpike: () => number;
   private readonly processingRandom: SeededRandom;
   private readonly processingNormal: () => number;
   private readonly policyRandom: SeededRandom;
@@ -207,8 +207,8 @@ class SimulationEngine {
     this.source = s.source;
     this.networkRandom = s.networkRandom;
     this.networkNormal = s.networkRandom.normal;
-    this.networkTailRandom = s.networkTailRandom;
-    this.networkTail = s.networkTailRandom.next;
+    this.networkSpikeRandom = s.networkSpikeRandom;
+    this.networkSpike = s.networkSpikeRandom.next;
     this.processingRandom = s.processingRandom;
     this.processingNormal = s.processingRandom.normal;
     this.policyRandom = s.policyRandom;
@@ -239,7 +239,7 @@ class SimulationEngine {
       policyName: this.policyName,
       source: this.source.fork(),
       networkRandom: this.networkRandom.clone(),
-      networkTailRandom: this.networkTailRandom.clone(),
+      networkSpikeRandom: this.networkSpikeRandom.clone(),
       processingRandom: this.processingRandom.clone(),
       policyRandom: this.policyRandom.clone(),
       links: this.links,
@@ -374,7 +374,7 @@ class SimulationEngine {
   private linkDraw(s: number, slot: number): number {
     const scheduler = this.streams.scheduler[s]!;
     const worker = this.streams.worker[s]!;
-    const delay = this.links.draw(scheduler, worker, this.networkNormal, this.networkTail);
+    const delay = this.links.draw(scheduler, worker, this.networkNormal, this.networkSpike);
     this.queries.networkExcess[slot]! += delay - this.links.budget(scheduler, worker);
     return delay;
   }

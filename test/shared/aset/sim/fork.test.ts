@@ -149,15 +149,20 @@ describe('Simulation.fork mid-overload on a hand-made topology', () => {
     ...Array.from({ length: 20 }, (_, i) => ({ atMs: i, stream: stream(i, {}) })),
     { atMs: 30, stream: stream(20, { size: 1, durationS: 30 }) },
     // Light streams every second, before and after the fork, that only the cloud can take now:
-    // their queries cross the heavy-tailed hop.
+    // their queries cross the spiky hop.
     ...Array.from({ length: 20 }, (_, k) => ({
       atMs: 1000 * (k + 1),
       stream: stream(21 + k, { rate: 10, durationS: 10 }),
     })),
   ];
-  // Network jitter on the access hop and a heavy-tailed cloud hop: every random stream draws.
+  // Network jitter on the access hop and a spiky cloud hop: every random stream draws.
   const options: SimulationOptions = {
-    topology: tiny('fast', true, 1, '{ delayMs: 10, deviationMs: 3, tail: { shape: 3 } }'),
+    topology: tiny(
+      'fast',
+      true,
+      1,
+      '{ delayMs: 10, deviationMs: 3, spikes: { probability: 0.2, shape: 1.5, scaleMs: 5 } }',
+    ),
     seed: 7,
     arrivals,
     policy: 'closest',
