@@ -34,7 +34,7 @@ const conditions = {
     note: 'lambda = 60 from an empty system, decisions from window 0',
   },
   burst: {
-    load: { kind: 'pattern', name: 'rising' },
+    load: { kind: 'pattern', name: 'burst' },
     decisions: everyOther(0),
     warmupWindows: 0,
     note: "the paper's burst pattern, 20 / 60 / 100 every 150 s, from an empty system",
@@ -43,7 +43,7 @@ const conditions = {
     load: { kind: 'pattern', name: 'falling' },
     decisions: everyOther(0),
     warmupWindows: 0,
-    note: 'the falling pattern, 60 / 40 / 20 every 150 s, from an empty system',
+    note: 'the falling pattern, 60 / 40 / 20 then back to 60 in steps of 10, every 150 s, from an empty system',
   },
   random: {
     load: { kind: 'random' },

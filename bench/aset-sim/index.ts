@@ -48,10 +48,10 @@ import { formatCi, meanCi } from './stats.js';
 const firstSeed = 101;
 const warmupMs = 120_000;
 const sweepLambdas = [20, 40, 60, 80, 100] as const;
-const patterns = ['rising', 'falling'] as const;
+const patterns = ['burst', 'falling'] as const;
 const patternLabel: Record<(typeof patterns)[number], string> = {
-  rising: 'rising: 20 -> 60 -> 100 clients/min every 150 s',
-  falling: 'falling: 60 -> 40 -> 20 -> 60 clients/min every 150 s',
+  burst: 'burst: 20 -> 60 -> 100 clients/min every 150 s',
+  falling: 'falling: 60 -> 40 -> 20, back to 60 in steps of 10, every 150 s',
 };
 const asetLabel = 'ASET';
 const oracleLabel = 'oracle (greedy per window, hindsight)';
@@ -153,7 +153,11 @@ async function trainedModel(
 type CycleRunner = Extract<Runner, { kind: 'cycle' }>;
 
 const loadKey = (load: Load) =>
-  load.kind === 'constant' ? `lambda-${load.lambda}` : load.kind === 'random' ? 'random' : load.name;
+  load.kind === 'constant'
+    ? `lambda-${load.lambda}`
+    : load.kind === 'random'
+      ? 'random'
+      : load.name;
 const runnerKey = (runner: Runner | AsetRunner) => {
   if (runner === 'aset' || runner === 'aset-network') return runner;
   if (runner.kind === 'static') return runner.policy;

@@ -16,7 +16,7 @@ import {
   constantLambda,
   fallingLambdaPattern,
   randomLambdaSchedule,
-  risingLambdaPattern,
+  burstLambdaPattern,
 } from '../../shared/aset/sim/workload.js';
 import type { LambdaSchedule } from '../../shared/aset/sim/workload.js';
 
@@ -31,7 +31,7 @@ type TopologyName = (typeof topologyNames)[number];
  */
 type Load =
   | { kind: 'constant'; lambda: number }
-  | { kind: 'pattern'; name: 'rising' | 'falling' }
+  | { kind: 'pattern'; name: 'burst' | 'falling' }
   | { kind: 'random' };
 
 /**
@@ -97,7 +97,7 @@ function scenarioFor(topology: TopologyName): Promise<Scenario> {
 function scheduleOf(load: Load, seed: number): LambdaSchedule {
   if (load.kind === 'constant') return constantLambda(load.lambda);
   if (load.kind === 'random') return randomLambdaSchedule(seed);
-  return load.name === 'rising' ? risingLambdaPattern : fallingLambdaPattern;
+  return load.name === 'burst' ? burstLambdaPattern : fallingLambdaPattern;
 }
 
 /** The simulator options of a job: the same seed gives every runner the same workload. */

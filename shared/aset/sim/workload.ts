@@ -20,7 +20,7 @@ interface LambdaStep {
 
 /**
  * lambda(t), piecewise constant: steps in increasing `fromS`, the first at 0, the last lasting
- * forever. The paper's dynamic patterns are such schedules (`risingLambdaPattern`,
+ * forever. The paper's dynamic patterns are such schedules (`burstLambdaPattern`,
  * `fallingLambdaPattern`).
  */
 type LambdaSchedule = readonly LambdaStep[];
@@ -40,13 +40,22 @@ function cycleSchedule(levels: readonly number[], everyS: number, untilS: number
 }
 
 /**
- * The paper's first dynamic pattern: 20, 60, 100 clients/min switching every 150 s (for an hour;
- * longer runs keep the last level).
+ * The paper's first dynamic pattern ("a particularly fast variation with values of 20, 60, and
+ * 100 clients per minute", changing "every 150 seconds"; its figure 6a, "burst variation"), for
+ * an hour; longer runs keep the last level.
  */
-const risingLambdaPattern: LambdaSchedule = cycleSchedule([20, 60, 100], 150, 3600);
+const burstLambdaPattern: LambdaSchedule = cycleSchedule([20, 60, 100], 150, 3600);
 
-/** The paper's second dynamic pattern: 60 -> 40 -> 20 -> 60 ... every 150 s (for an hour). */
-const fallingLambdaPattern: LambdaSchedule = cycleSchedule([60, 40, 20], 150, 3600);
+/**
+ * The paper's second dynamic pattern: "the requests rate first moves from 60 to 40 clients per
+ * minute, then drops to 20, and finally slowly goes back to 60" (figure 6b), every 150 s. It falls
+ * in two steps and climbs back in four, 20 -> 30 -> 40 -> 50 -> 60, then stays at 60 (until
+ * 2026-11-24 the bench cycled 60 / 40 / 20 and jumped back).
+ */
+const fallingLambdaPattern: LambdaSchedule = [60, 40, 20, 30, 40, 50, 60].map((lambda, k) => ({
+  fromS: 150 * k,
+  lambda,
+}));
 
 /** The range `randomLambdaSchedule` draws from: the paper's lambdas and its switching period. */
 interface RandomScheduleSpec {
@@ -295,7 +304,7 @@ function queriesOf(stream: Stream): number {
 export {
   constantLambda,
   cycleSchedule,
-  risingLambdaPattern,
+  burstLambdaPattern,
   fallingLambdaPattern,
   randomLambdaSchedule,
   lambdaAt,

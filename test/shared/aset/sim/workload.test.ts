@@ -10,7 +10,7 @@ import {
   generateStreams,
   lambdaAt,
   queriesOf,
-  risingLambdaPattern,
+  burstLambdaPattern,
 } from '../../../../shared/aset/sim/workload.js';
 import type { LambdaSchedule, WorkloadOptions } from '../../../../shared/aset/sim/workload.js';
 
@@ -64,16 +64,16 @@ describe('Workload', () => {
   });
 
   it('follows a piecewise-constant lambda schedule', () => {
-    expect(risingLambdaPattern.slice(0, 4)).toEqual([
+    expect(burstLambdaPattern.slice(0, 4)).toEqual([
       { fromS: 0, lambda: 20 },
       { fromS: 150, lambda: 60 },
       { fromS: 300, lambda: 100 },
       { fromS: 450, lambda: 20 },
     ]);
-    expect([0, 150, 300, 450].map((t) => lambdaAt(fallingLambdaPattern, t))).toEqual([
-      60, 40, 20, 60,
-    ]);
-    const arrivals = generateStreams(options(risingLambdaPattern, 3), 450_000);
+    expect(
+      [0, 150, 300, 450, 600, 750, 900, 5000].map((t) => lambdaAt(fallingLambdaPattern, t)),
+    ).toEqual([60, 40, 20, 30, 40, 50, 60, 60]);
+    const arrivals = generateStreams(options(burstLambdaPattern, 3), 450_000);
     const count = (from: number, to: number) =>
       arrivals.filter((x) => x.atMs >= from * 1000 && x.atMs < to * 1000).length;
     // 4 APs x 2.5 min x (20, 60, 100)/min: means 200, 600, 1000; allow 5 sd.
