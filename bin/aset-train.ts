@@ -1,11 +1,16 @@
 /**
- * `npm run aset:train -- --topology <name> [--episodes M] [--seed S]`: trains the ASET DQN on
+ * `npm run aset:train -- --topology <name> [--episodes M] [--seed S] [--warmup-s W]
+ * [--load constant|random]`: trains the ASET DQN on
  * the simulated topology (Algorithm 1, shared/aset/learn/training.ts) with a progress bar, exports
  * the Q-network that scored best on the validation seeds to models/aset-<topology>.onnx, writes
  * models/aset-<topology>.json (settings, learning and validation curves, the static policies on
  * the same validation runs, and `deployed`: the network, or a static policy that beat it there)
  * and the plot
  * out/aset-learning-<topology>.svg. Deterministic for a seed: a rerun writes the same bytes.
+ *
+ * Episodes start empty and count from t = 0 (`--warmup-s 0`, the paper's protocol; round one
+ * warmed up 120 s under random policies), at lambda = 60 or, with `--load random`, on a random
+ * lambda schedule per episode; validation runs 10 minutes at lambda = 60 counted the same way.
  *
  * Seeds: training 1..50, validation 51..56 (checkpoint selection), and the bench evaluates on
  * 101 and up, which neither touches.
@@ -32,6 +37,9 @@ const { values } = parseArgs({
     topology: { type: 'string' },
     episodes: { type: 'string', default: '300' },
     seed: { type: 'string', default: '1' },
+    // The paper's episodes start empty and count from t = 0 (0); round one warmed up 120 s.
+    'warmup-s': { type: 'string', default: '0' },
+    load: { type: 'string', default: 'constant' },
   },
 });
 const topology = values.topology ?? '';
@@ -41,6 +49,16 @@ if (!topologies.includes(topology)) {
 }
 const episodes = Number(values.episodes);
 const seed = Number(values.seed);
+const warmupMs = 1000 * Number(values['warmup-s']);
+const load = values.load;
+if (load !== 'constant' && load !== 'random') {
+  process.stderr.write('--load must be constant (lambda 60, the paper) or random\n');
+  process.exit(2);
+}
+if (!(warmupMs >= 0) || warmupMs % 25_000 !== 0) {
+  process.stderr.write('--warmup-s must be a multiple of 25 (windows of T), >= 0\n');
+  process.exit(2);
+}
 if (!Number.isInteger(episodes) || episodes < 1 || !Number.isInteger(seed)) {
   process.stderr.write('--episodes must be an integer >= 1 and --seed an integer\n');
   process.exit(2);
@@ -52,13 +70,15 @@ const settings = {
   trainingSeeds: 50,
   seed,
   lambda: 60,
+  load,
   windowMs: 25_000,
   horizonMs: 8 * 60_000,
-  warmupMs: 120_000,
+  warmupMs,
   phi: 1,
   psi: 0,
   theta: 0.1,
-  validation: { seeds: [51, 52, 53, 54, 55, 56], everyEpisodes: 10 },
+  // As the bench counts: 10 minutes from empty, from t = 0 (or after the same warm-up).
+  validation: { seeds: [51, 52, 53, 54, 55, 56], everyEpisodes: 10, durationMs: 600_000, warmupMs },
   dqn: {
     double: true,
     gamma: 0.9,

@@ -35,7 +35,7 @@ import type { SimulationWindow } from '../window.js';
 import { encodeState, stateSize } from '../state.js';
 import { policyNames } from '../types.js';
 import type { PolicyName } from '../types.js';
-import { constantLambda } from '../sim/workload.js';
+import { constantLambda, randomLambdaSchedule } from '../sim/workload.js';
 import { seededRandom } from '../../random/index.js';
 import type { Network } from '../../training/network.js';
 
@@ -49,6 +49,12 @@ interface TrainingOptions {
   readonly seed: number;
   /** Clients per minute per access point; the paper trains at 60. */
   readonly lambda?: number;
+  /**
+   * The load of the training episodes: `constant` at `lambda` (the paper: "trained only on
+   * episodes with lambda = 60"), or `random`, a random schedule per episode seed
+   * (`randomLambdaSchedule`; never one of the evaluation patterns). Validation stays at `lambda`.
+   */
+  readonly load?: 'constant' | 'random';
   /** T; default 25 s as in the paper. */
   readonly windowMs?: number;
   /** H; default 8 minutes as in the paper. */
@@ -243,7 +249,10 @@ function trainAset(options: TrainingOptions): {
       topology,
       apps,
       durationScale,
-      lambda: constantLambda(options.lambda ?? 60),
+      lambda:
+        options.load === 'random'
+          ? randomLambdaSchedule(simulationSeed)
+          : constantLambda(options.lambda ?? 60),
       seed: simulationSeed,
     });
     let at = 0;
