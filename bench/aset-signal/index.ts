@@ -1,6 +1,6 @@
 /**
  * `npm run bench -- aset-signal [--topology T] [--condition C] [--base P,...] [--seeds N]
- * [--horizon N] [--workers N] [--skip-references] [--save F] [--load F]`: how much of the hindsight oracle's margin a
+ * [--horizon N] [--workers N] [--skip-references | --references-only] [--save F] [--load F]`: how much of the hindsight oracle's margin a
  * controller that sees ASET's state could ever claim, in one regime (conditions.ts).
  *
  * First the references on the same seeds: every static policy and the 4-window-lookahead
@@ -62,6 +62,7 @@ function settingsFrom(args: string[]) {
       horizon: { type: 'string', default: '5' },
       workers: { type: 'string', default: String(Math.min(2, availableParallelism())) },
       'skip-references': { type: 'boolean', default: false },
+      'references-only': { type: 'boolean', default: false },
       save: { type: 'string' },
       load: { type: 'string' },
     },
@@ -91,6 +92,7 @@ function settingsFrom(args: string[]) {
     horizon,
     workers,
     references: !values['skip-references'],
+    referencesOnly: values['references-only'],
     save: values.save,
     load: values.load,
   };
@@ -275,6 +277,10 @@ async function main(args: string[]): Promise<void> {
     };
   }
   const referencesS = (performance.now() - started) / 1000;
+  if (settings.referencesOnly) {
+    finish('aset-signal', { seeds: settings.seeds, ...figures, wallS: referencesS }, {});
+    return;
+  }
   const runs =
     settings.load === undefined ? await deviations(settings, seeds) : readTrials(settings.load);
   if (settings.save !== undefined) writeTrials(settings.save, runs);
