@@ -11,6 +11,17 @@ import layers from '../../layers.json' with { type: 'json' };
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 
+/**
+ * The no-restricted-imports messages for `code` linted as if it were that (existing) file's: the
+ * type-aware parser needs a file of the project.
+ */
+async function lint(file: string, code: string): Promise<string[]> {
+  const [result] = await new ESLint({ cwd: root }).lintText(code, { filePath: `${root}${file}` });
+  return (result?.messages ?? [])
+    .filter((m) => m.ruleId === 'no-restricted-imports')
+    .map((m) => m.message);
+}
+
 /** The subgraphs of the document's mermaid diagram, in order, with their nodes. */
 function diagramLayers(): string[][] {
   const text = readFileSync(`${root}docs/architecture.md`, 'utf8');
@@ -44,15 +55,6 @@ describe('the layering of shared/', () => {
   });
 
   it('is enforced by the lint: an upward, a serving-path and a trainer import are refused', async () => {
-    const eslint = new ESLint({ cwd: root });
-    // The text is linted as if it were that (existing) file's: the type-aware parser needs a
-    // file of the project.
-    const lint = async (file: string, code: string) => {
-      const [result] = await eslint.lintText(code, { filePath: `${root}${file}` });
-      return (result?.messages ?? [])
-        .filter((m) => m.ruleId === 'no-restricted-imports')
-        .map((m) => m.message);
-    };
     expect(
       await lint(
         'shared/crds/index.ts',
@@ -83,13 +85,6 @@ describe('the layering of shared/', () => {
   });
 
   it('keeps the simulator and the trainer out of what serves ASET (shared/aset/sim, learn)', async () => {
-    const eslint = new ESLint({ cwd: root });
-    const lint = async (file: string, code: string) => {
-      const [result] = await eslint.lintText(code, { filePath: `${root}${file}` });
-      return (result?.messages ?? [])
-        .filter((m) => m.ruleId === 'no-restricted-imports')
-        .map((m) => m.message);
-    };
     const serves = 'shared/aset/scheduler.ts';
     expect(
       await lint(serves, "import type { X } from './sim/simulator.js';\nexport type { X };\n"),
