@@ -314,12 +314,14 @@ describe('scenarioFingerprint', () => {
     const fewer = { ...scenario, apps: [{ ...app!, name: `${app!.name} 2` }, ...apps] };
     expect(scenarioFingerprint(fewer)).not.toBe(print);
 
-    // Stating a duration scaling in apps.yaml is a new environment.
-    const episodic = {
+    // The duration scaling apps.yaml states is part of the environment, and so is stating none.
+    const shorter = {
       ...scenario,
-      durationScaleSpec: { targetQps: 1000, lambda: 60, episodeS: 600 },
+      durationScaleSpec: { targetQps: 1000, lambda: 60, episodeS: 480 },
     };
-    expect(scenarioFingerprint(episodic)).not.toBe(print);
+    expect(scenarioFingerprint(shorter)).not.toBe(print);
+    const { durationScaleSpec: _spec, ...unstated } = scenario;
+    expect(scenarioFingerprint(unstated)).not.toBe(print);
 
     // The cloud's unlimited resources are part of the print, not JSON's null (which NaN is too).
     const cloud0 = scenario.topology.clusters.findIndex((c) => !Number.isFinite(c.capacity.cpu));
