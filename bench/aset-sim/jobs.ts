@@ -7,6 +7,7 @@ import { runControlled, staticController } from '../../shared/aset/sim/episode.j
 import type { ControlledWindow } from '../../shared/aset/sim/episode.js';
 import type { WindowController } from '../../shared/aset/window.js';
 import { runGreedyOracle } from '../../shared/aset/sim/oracle.js';
+import { thresholdRule } from '../../shared/aset/sim/threshold-rule.js';
 import { loadScenario } from '../../shared/aset/scenario.js';
 import type { Scenario } from '../../shared/aset/scenario.js';
 import type { SimulationOptions } from '../../shared/aset/sim/simulator.js';
@@ -35,14 +36,16 @@ type Load =
   | { kind: 'random' };
 
 /**
- * Who picks the policy: a static policy, the greedy oracle, or a fixed cycle of policies, one per
+ * Who picks the policy: a static policy, the greedy oracle, a fixed cycle of policies, one per
  * window (a state-blind mixture: if none beats the best static policy, a meta-policy can only win
- * by reading the state). ASET runs in the main thread.
+ * by reading the state), or the hand-written load-threshold rule (`thresholdRule`: least
+ * impedance below edge utilisation x, farthest above). ASET runs in the main thread.
  */
 type Runner =
   | { kind: 'static'; policy: PolicyName }
   | { kind: 'oracle'; lookaheadWindows: number }
-  | { kind: 'cycle'; policies: readonly PolicyName[] };
+  | { kind: 'cycle'; policies: readonly PolicyName[] }
+  | { kind: 'threshold'; x: number };
 
 /** One seed-run: everything a thread needs to reproduce it exactly. */
 interface SimJob {
@@ -62,9 +65,9 @@ interface JobResult {
   readonly wallMs: number;
   /** Simulated time the job cost (the oracle's replays included). */
   readonly simulatedMs: number;
-  /** Static and cycle runs: QoS failures over the whole run whose network time ran over budget. */
+  /** Static, cycle and threshold runs: QoS failures over the whole run that were network-late. */
   readonly networkLate?: number;
-  /** Static and cycle runs: queries sent over the whole run (resolved or in flight at its end). */
+  /** Static, cycle and threshold runs: queries sent over the whole run (resolved or in flight at its end). */
   readonly sent?: number;
 }
 
@@ -108,9 +111,13 @@ async function optionsFor(
   return { topology, apps, durationScale, lambda: scheduleOf(job.load, job.seed), seed: job.seed };
 }
 
-/** The window controller of a static or cycle runner. */
-function controllerFor(runner: Extract<Runner, { kind: 'static' | 'cycle' }>): WindowController {
+/** The window controller of a static, cycle or threshold runner. */
+function controllerFor(
+  runner: Exclude<Runner, { kind: 'oracle' }>,
+  topology: SimulationOptions['topology'],
+): WindowController {
   if (runner.kind === 'static') return staticController(runner.policy);
+  if (runner.kind === 'threshold') return thresholdRule(topology, runner.x);
   const { policies } = runner;
   if (policies.length === 0) throw new RangeError('a cycle needs at least one policy');
   let next = 0;
@@ -135,7 +142,11 @@ async function runSimJob(job: SimJob): Promise<JobResult> {
       simulatedMs: run.simulatedMs,
     };
   }
-  const { totals, ...run } = await runControlled(options, controllerFor(job.runner), spec);
+  const { totals, ...run } = await runControlled(
+    options,
+    controllerFor(job.runner, options.topology),
+    spec,
+  );
   return {
     ...run,
     wallMs: performance.now() - started,
