@@ -24,6 +24,8 @@ class LinkTable {
   private readonly workers: number;
   private readonly delay: Float64Array;
   private readonly deviation: Float64Array;
+  /** d + 2 sigma per link, read for every link draw (the network-late verdict). */
+  private readonly budgets: Float64Array;
   private readonly spikes: Array<readonly LinkSpikes[] | undefined>;
 
   constructor(topology: Topology) {
@@ -33,6 +35,7 @@ class LinkTable {
     const size = topology.schedulers.length * W;
     this.delay = new Float64Array(size);
     this.deviation = new Float64Array(size);
+    this.budgets = new Float64Array(size);
     this.spikes = new Array<readonly LinkSpikes[] | undefined>(size);
     topology.schedulers.forEach((scheduler: Scheduler, s) => {
       for (const worker of topology.workers) {
@@ -43,6 +46,7 @@ class LinkTable {
         const key = s * W + worker.index;
         this.delay[key] = link.delayMs;
         this.deviation[key] = link.deviationMs;
+        this.budgets[key] = link.delayMs + 2 * link.deviationMs;
         this.spikes[key] = link.spikes;
       }
     });
@@ -50,8 +54,7 @@ class LinkTable {
 
   /** d + 2 sigma of the link: what constraint (3) budgets for one direction. */
   budget(scheduler: number, worker: number): number {
-    const key = scheduler * this.workers + worker;
-    return this.delay[key]! + 2 * this.deviation[key]!;
+    return this.budgets[scheduler * this.workers + worker]!;
   }
 
   /**
