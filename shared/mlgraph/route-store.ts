@@ -9,15 +9,20 @@ import { hashTag, key, luaScript, runScript } from '../redis/index.js';
 import type { RedisClient } from '../redis/index.js';
 import type { ArmStats } from './strategies.js';
 
+// The arms' fields come back with the route: the router's next decision reads them instead of
+// asking again (one round trip per routed request, not two).
 const recordLua = `
 local stored = redis.call('HGET', KEYS[2], 'route')
-if stored then return stored end
-redis.call('HSET', KEYS[2], 'route', ARGV[1])
-redis.call('PEXPIRE', KEYS[2], ARGV[2])
-for _, child in ipairs(cjson.decode(ARGV[1])) do
-  redis.call('HINCRBY', KEYS[1], child .. ':routed', 1)
+if not stored then
+  stored = ARGV[1]
+  redis.call('HSET', KEYS[2], 'route', stored)
+  redis.call('PEXPIRE', KEYS[2], ARGV[2])
+  for _, child in ipairs(cjson.decode(stored)) do
+    redis.call('HINCRBY', KEYS[1], child .. ':routed', 1)
+  end
 end
-return ARGV[1]
+if #ARGV < 3 then return {stored, {}} end
+return {stored, redis.call('HMGET', KEYS[1], unpack(ARGV, 3))}
 `;
 
 const rewardLua = `
@@ -36,11 +41,37 @@ const rewardScript = luaScript(2, rewardLua);
 
 type RewardOutcome = 'applied' | 'duplicate' | 'unknown';
 
+type Arms = Map<string, ArmStats & { routed: number }>;
+
 interface RouteStore {
-  /** Remembers `route` for `puid` unless it has one; returns the route the puid keeps. */
-  record(puid: string, route: readonly string[]): Promise<string[]>;
+  /**
+   * Remembers `route` for `puid` unless it has one; returns the route the puid keeps and, read in
+   * the same script, the figures of `children` (after this prediction's own count).
+   */
+  record(
+    puid: string,
+    route: readonly string[],
+    children?: readonly string[],
+  ): Promise<{ route: string[]; arms: Arms }>;
   reward(puid: string, reward: number): Promise<RewardOutcome>;
-  stats(children: readonly string[]): Promise<Map<string, ArmStats & { routed: number }>>;
+  stats(children: readonly string[]): Promise<Arms>;
+}
+
+const armFields = (children: readonly string[]) =>
+  children.flatMap((c) => [`${c}:rewarded`, `${c}:reward`, `${c}:routed`]);
+
+/** HMGET's answer for `armFields(children)`, per child. */
+function armsOf(children: readonly string[], values: ReadonlyArray<string | null>): Arms {
+  return new Map(
+    children.map((c, i) => [
+      c,
+      {
+        rewarded: Number(values[3 * i] ?? 0),
+        reward: Number(values[3 * i + 1] ?? 0),
+        routed: Number(values[3 * i + 2] ?? 0),
+      },
+    ]),
+  );
 }
 
 function createRouteStore(
@@ -51,14 +82,22 @@ function createRouteStore(
   const arms = key('mlgraph', t, 'arms');
   const puidKey = (puid: string) => key('mlgraph', t, 'puid', puid);
   return {
-    async record(puid, route) {
-      const stored = await runScript(
+    record(puid, route, children = []) {
+      return runScript(
         redis,
         recordScript,
-        [arms, puidKey(puid), JSON.stringify(route), String(options.puidTtlMs)],
-        String,
+        [
+          arms,
+          puidKey(puid),
+          JSON.stringify(route),
+          String(options.puidTtlMs),
+          ...armFields(children),
+        ],
+        (reply) => {
+          const [stored, values] = reply as [string, Array<string | null>];
+          return { route: JSON.parse(stored) as string[], arms: armsOf(children, values) };
+        },
       );
-      return JSON.parse(stored) as string[];
     },
     reward(puid, reward) {
       return runScript(
@@ -69,21 +108,11 @@ function createRouteStore(
       );
     },
     async stats(children) {
-      const fields = children.flatMap((c) => [`${c}:rewarded`, `${c}:reward`, `${c}:routed`]);
-      const values = fields.length === 0 ? [] : await redis.hmget(arms, ...fields);
-      return new Map(
-        children.map((c, i) => [
-          c,
-          {
-            rewarded: Number(values[3 * i] ?? 0),
-            reward: Number(values[3 * i + 1] ?? 0),
-            routed: Number(values[3 * i + 2] ?? 0),
-          },
-        ]),
-      );
+      const fields = armFields(children);
+      return armsOf(children, fields.length === 0 ? [] : await redis.hmget(arms, ...fields));
     },
   };
 }
 
 export { createRouteStore };
-export type { RouteStore, RewardOutcome };
+export type { Arms, RouteStore, RewardOutcome };

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { NotFoundError } from '../errors/index.js';
-import type { RewardOutcome, RouteStore } from './route-store.js';
+import type { Arms, RewardOutcome, RouteStore } from './route-store.js';
 import { learns, route } from './strategies.js';
 import type { ArmStats } from './strategies.js';
 import type { Strategy } from '../crds/route-strategy.js';
@@ -26,6 +26,13 @@ interface Router {
   }>;
 }
 
+/**
+ * How old the arms' figures a bandit decides on may be. Each routed request's record brings them
+ * back fresh, so under traffic a decision costs one round trip to Redis, not two; after a quiet
+ * second they are read again. (A bandit's rewards arrive later than its decisions anyway.)
+ */
+const armsMaxAgeMs = 1_000;
+
 function createRouter(deps: {
   strategy: Strategy;
   children: readonly string[];
@@ -33,22 +40,34 @@ function createRouter(deps: {
   uniform: () => number;
   normal: () => number;
   newPuid?: () => string;
+  now?: () => number;
 }): Router {
   const { strategy, children, store } = deps;
   const bandit = learns(strategy);
   const newPuid = deps.newPuid ?? randomUUID;
+  const now = deps.now ?? Date.now;
+  let latest: { arms: Arms; at: number } | undefined;
+  const armsNow = async (): Promise<ReadonlyMap<string, ArmStats>> => {
+    if (!bandit) return new Map();
+    if (latest !== undefined && now() - latest.at < armsMaxAgeMs) return latest.arms;
+    const arms = await store.stats(children);
+    latest = { arms, at: now() };
+    return arms;
+  };
   return {
     async predict({ puid, body }) {
       const id = puid ?? newPuid();
-      const stats = bandit ? await store.stats(children) : new Map<string, ArmStats>();
       const chosen = route(strategy, children, {
         body,
-        stats,
+        stats: await armsNow(),
         uniform: deps.uniform,
         normal: deps.normal,
       });
       // Only a learning strategy needs the route back for a reward: the others write nothing.
-      return { puid: id, route: bandit ? await store.record(id, chosen) : chosen };
+      if (!bandit) return { puid: id, route: chosen };
+      const recorded = await store.record(id, chosen, children);
+      latest = { arms: recorded.arms, at: now() };
+      return { puid: id, route: recorded.route };
     },
     async reward(puid, reward) {
       if (!bandit) return 'ignored';

@@ -85,6 +85,37 @@ describe('router', () => {
     expect(arms.find((a) => a.name === 'large')!.routed).toBeGreaterThan(200);
   });
 
+  it('decides on the figures its last record brought back, reading them again after a quiet second', async () => {
+    const real = createRouteStore(redis.client, {
+      node: `node-${(nodes += 1)}`,
+      puidTtlMs: 60_000,
+    });
+    let reads = 0;
+    const store = { ...real, stats: (c: readonly string[]) => ((reads += 1), real.stats(c)) };
+    let clock = 0;
+    const uniform = seededRandom(7);
+    const r = createRouter({
+      strategy: { kind: 'thompson' },
+      children,
+      store,
+      uniform,
+      normal: normal(uniform),
+      now: () => clock,
+    });
+    const first = await r.predict({ puid: 'q-1', body: {} });
+    await r.reward(first.puid, 1);
+    for (let i = 2; i <= 10; i += 1) await r.predict({ puid: `q-${i}`, body: {} });
+    expect(reads).toBe(1);
+    clock += 1_000;
+    await r.predict({ puid: 'q-11', body: {} });
+    expect(reads).toBe(2);
+    // What the last record brought back is the arms' figures after it, rewards included.
+    const recorded = await real.record('q-11', ['ignored'], children);
+    expect([...recorded.arms.values()].reduce((n, a) => n + a.routed, 0)).toBe(11);
+    expect([...recorded.arms.values()].reduce((n, a) => n + a.rewarded, 0)).toBe(1);
+    expect(recorded.route).toEqual((await r.predict({ puid: 'q-11', body: {} })).route);
+  });
+
   describe('as a function', () => {
     let server: Listening;
     beforeAll(async () => {
