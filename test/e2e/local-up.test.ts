@@ -19,7 +19,7 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 const run = promisify(execFile);
 
 /** Lines the stack prints, and a wait for the first line matching a pattern. */
-function lines(child: ChildProcess) {
+function lines(child: ChildProcess, stderr: () => string) {
   const seen: string[] = [];
   const waiters: Array<() => void> = [];
   let partial = '';
@@ -38,7 +38,9 @@ function lines(child: ChildProcess) {
         if (match !== null) return match;
       }
       if ((child.exitCode ?? 0) !== 0)
-        throw new Error(`npm run local exited ${child.exitCode}:\n${seen.join('\n')}`);
+        throw new Error(
+          `npm run local exited ${child.exitCode}:\n${seen.join('\n')}\nstderr:\n${stderr()}`,
+        );
       if (Date.now() > deadline)
         throw new Error(`no line matching ${pattern}:\n${seen.join('\n')}`);
       await new Promise<void>((resolve) => {
@@ -84,7 +86,7 @@ describe.skipIf(kubectlMissing !== undefined)(
         stdio: ['ignore', 'pipe', 'pipe'],
       });
       child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-      const out = lines(child);
+      const out = lines(child, () => stderr);
       const kubeconfig = (await out.wait(/^ {2}export KUBECONFIG=(\S+)$/, 180_000))[1]!;
       const models = (await out.wait(/^ {2}kubectl apply -f (\S+models\.yaml)$/, 1_000))[1]!;
       const kubectl = (...args: string[]) =>
