@@ -18,4 +18,12 @@ if (!names.includes(name)) {
 const bench = (await import(new URL(`${name}/index.js`, root).href)) as {
   main(args: string[]): Promise<void>;
 };
-await bench.main(process.argv.slice(3));
+try {
+  await bench.main(process.argv.slice(3));
+} catch (err) {
+  // A mistyped option is the caller's: say which, without a stack trace. Anything else is ours.
+  const code = (err as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string' || !code.startsWith('ERR_PARSE_ARGS')) throw err;
+  process.stderr.write(`bench ${name}: ${(err as Error).message}\n`);
+  process.exit(2);
+}
