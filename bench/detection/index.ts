@@ -35,6 +35,8 @@ const batch = 64;
 /** The seed sample's `nms_threshold` worker parameter. */
 const nmsThreshold = 0.6;
 const maxOffload = 0.25;
+/** A share as points, two decimals. */
+const pct = (v: number) => Number((100 * v).toFixed(2));
 
 interface Run {
   results: TaskResult[];
@@ -185,15 +187,13 @@ function printCeilings(split: DetectionSplit, edge: TaskResult[], cloud: TaskRes
   printTable(
     'where the ceiling is: joint mAP@0.5 (points), test split, offloading in the order of a ranking that is not a miner',
     ['ranking (hardest first)', '10% offloaded', '25% offloaded'],
-    ceilings.map((c) => [c.ranking, ...c.at.map((v) => Number((100 * v).toFixed(2)))]),
+    ceilings.map((c) => [c.ranking, ...c.at.map(pct)]),
   );
   return ceilings[0]!.at[1]!;
 }
 
 const best = (points: readonly Point[]) =>
   points.filter((p) => p.offload <= maxOffload).reduce((a, b) => (b.map > a.map ? b : a));
-
-const pct = (v: number) => Number((100 * v).toFixed(2));
 
 /** Each miner's best joint mAP under each offload cap. */
 function printSweepTable(test: readonly Point[]): void {
