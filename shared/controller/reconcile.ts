@@ -484,6 +484,130 @@ function transitionEvents(
   return events;
 }
 
+/** One role's decision: its recorded status, how it shows, its worker write and its events. */
+interface WorkerPlan {
+  status: WorkerStatus;
+  view: WorkerView;
+  write?: Action;
+  events: Action[];
+}
+
+/** The worker Service as desired, carrying the restart annotation when a restart is recorded. */
+function wantedWorker(
+  workers: Record<Role, KubeObject>,
+  role: Role,
+  status: WorkerStatus,
+): KubeObject {
+  const wanted = structuredClone(workers[role]);
+  if (status.restartedAt !== undefined) {
+    const template = (
+      wanted['spec'] as { template: { metadata: { annotations: Record<string, string> } } }
+    ).template;
+    template.metadata.annotations[annotations.restartedAt] = status.restartedAt;
+  }
+  return wanted;
+}
+
+/**
+ * The create or update that makes a role's stored worker Service the wanted one, with its event,
+ * and whether it starts a rollout (a worker created, or whose spec changes, is not rolled out).
+ */
+function workerWrite(
+  role: Role,
+  wanted: KubeObject,
+  stored: KubeObject | undefined,
+  previous: JointInferenceServiceStatus,
+  generation: number,
+): { write: Action; event: Action; rollingOut: boolean } | undefined {
+  if (stored === undefined) {
+    const recreated = findCondition(previous.conditions, 'Created')?.status === 'True';
+    return {
+      write: { kind: 'create', role, object: wanted },
+      rollingOut: true,
+      event: {
+        kind: 'event',
+        type: recreated ? 'Warning' : 'Normal',
+        reason: recreated ? 'WorkerRecreated' : 'WorkerCreated',
+        message: `${recreated ? 'recreated the missing' : 'created the'} ${role} worker Service ${wanted.metadata.name}`,
+      },
+    };
+  }
+  const drift = workerDrift(stored, wanted);
+  if (drift === undefined) return undefined;
+  return {
+    write: { kind: 'update', role, name: stored.metadata.name, patch: drift.patch },
+    rollingOut: drift.specChanged,
+    event: {
+      kind: 'event',
+      type: 'Normal',
+      reason: 'WorkerUpdated',
+      message: `updated the ${role} worker Service ${stored.metadata.name} to generation ${generation}`,
+    },
+  };
+}
+
+function planWorker(
+  role: Role,
+  observed: Observed,
+  desired: Desired,
+  generation: number,
+  nowIso: string,
+): WorkerPlan {
+  const previous = observed.service.status ?? {};
+  const events: Action[] = [];
+  let status = judgeWorker(
+    role,
+    previous.workers?.[role] ?? {},
+    desired,
+    generation,
+    nowIso,
+    events,
+  );
+  const stored = observed.workers[role];
+  // Recorded, not derived from the Service's readiness, so that a later rollout or a worker
+  // that is not ready for another reason does not show as restarting again.
+  if (status.outcome === 'Restarted' && restartRolledOut(status, stored))
+    status = { ...status, outcome: 'Recovered' };
+  const taken = stored === undefined && (observed.taken?.includes(role) ?? false);
+  const view = viewWorker(status, stored, false, taken);
+  if (!desired.valid || view.permanent || view.completed || taken) return { status, view, events };
+  const change = workerWrite(
+    role,
+    wantedWorker(desired.workers, role, status),
+    stored,
+    previous,
+    generation,
+  );
+  if (change === undefined) return { status, view, events };
+  return {
+    status,
+    view: change.rollingOut ? viewWorker(status, stored, true) : view,
+    write: change.write,
+    events: [...events, change.event],
+  };
+}
+
+/** The status fields that differ from what is stored (an empty object when none does). */
+function statusPatch(
+  previous: JointInferenceServiceStatus,
+  wanted: JointInferenceServiceStatus,
+  conditions: JointInferenceServiceStatus['conditions'],
+  statuses: Record<Role, WorkerStatus>,
+): Record<string, unknown> {
+  const patch: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(wanted)) {
+    if (!isDeepStrictEqual(previous[k as keyof JointInferenceServiceStatus], v)) patch[k] = v;
+  }
+  if (!isDeepStrictEqual(previous.conditions, conditions)) patch['conditions'] = conditions;
+  const workersPatch: Record<string, WorkerStatus> = {};
+  for (const role of roles) {
+    if (!isDeepStrictEqual(previous.workers?.[role] ?? {}, statuses[role]))
+      workersPatch[role] = statuses[role];
+  }
+  if (Object.keys(workersPatch).length > 0) patch['workers'] = workersPatch;
+  return patch;
+}
+
 /** The writes that make the stored state match the desired one (see the file comment). */
 function reconcile(
   observed: Observed,
@@ -495,68 +619,10 @@ function reconcile(
   const { service } = observed;
   const previous = service.status ?? {};
   const generation = service.metadata.generation ?? 0;
-  const events: Action[] = [];
-  const workerActions: Action[] = [];
-  const statuses = {} as Record<Role, WorkerStatus>;
-  const views = {} as Record<Role, WorkerView>;
-  for (const role of roles) {
-    let status = judgeWorker(
-      role,
-      previous.workers?.[role] ?? {},
-      desired,
-      generation,
-      nowIso,
-      events,
-    );
-    const stored = observed.workers[role];
-    // Recorded, not derived from the Service's readiness, so that a later rollout or a worker
-    // that is not ready for another reason does not show as restarting again.
-    if (status.outcome === 'Restarted' && restartRolledOut(status, stored))
-      status = { ...status, outcome: 'Recovered' };
-    statuses[role] = status;
-    const taken = stored === undefined && (observed.taken?.includes(role) ?? false);
-    const view = viewWorker(status, stored, false, taken);
-    let rollingOut = false;
-    if (desired.valid && !view.permanent && !view.completed && !taken) {
-      const wanted = structuredClone(desired.workers[role]);
-      if (status.restartedAt !== undefined) {
-        const template = (
-          wanted['spec'] as { template: { metadata: { annotations: Record<string, string> } } }
-        ).template;
-        template.metadata.annotations[annotations.restartedAt] = status.restartedAt;
-      }
-      if (stored === undefined) {
-        workerActions.push({ kind: 'create', role, object: wanted });
-        rollingOut = true;
-        const recreated = findCondition(previous.conditions, 'Created')?.status === 'True';
-        events.push({
-          kind: 'event',
-          type: recreated ? 'Warning' : 'Normal',
-          reason: recreated ? 'WorkerRecreated' : 'WorkerCreated',
-          message: `${recreated ? 'recreated the missing' : 'created the'} ${role} worker Service ${wanted.metadata.name}`,
-        });
-      } else {
-        const drift = workerDrift(stored, wanted);
-        if (drift !== undefined) {
-          workerActions.push({
-            kind: 'update',
-            role,
-            name: stored.metadata.name,
-            patch: drift.patch,
-          });
-          rollingOut = drift.specChanged;
-          events.push({
-            kind: 'event',
-            type: 'Normal',
-            reason: 'WorkerUpdated',
-            message: `updated the ${role} worker Service ${stored.metadata.name} to generation ${generation}`,
-          });
-        }
-      }
-    }
-    // A worker created, or whose spec this pass changes, has not been rolled out yet.
-    views[role] = rollingOut ? viewWorker(status, stored, true) : view;
-  }
+  const plans = {} as Record<Role, WorkerPlan>;
+  for (const role of roles) plans[role] = planWorker(role, observed, desired, generation, nowIso);
+  const views = { edge: plans.edge.view, cloud: plans.cloud.view };
+  const statuses = { edge: plans.edge.status, cloud: plans.cloud.status };
   const drift = driftCondition(previous);
   const conditionStates = [
     ...conditionsFor(desired, views, service.metadata.name),
@@ -570,18 +636,8 @@ function reconcile(
     activeWorkers: roles.filter((r) => views[r].state === 'Running').length,
     failedWorkers: roles.filter((r) => views[r].permanent).length,
   };
-  const patch: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(wanted)) {
-    if (!isDeepStrictEqual(previous[k as keyof JointInferenceServiceStatus], v)) patch[k] = v;
-  }
   const conditions = mergeConditions(previous.conditions, conditionStates, nowIso);
-  if (!isDeepStrictEqual(previous.conditions, conditions)) patch['conditions'] = conditions;
-  const workersPatch: Record<string, WorkerStatus> = {};
-  for (const role of roles) {
-    if (!isDeepStrictEqual(previous.workers?.[role] ?? {}, statuses[role]))
-      workersPatch[role] = statuses[role];
-  }
-  if (Object.keys(workersPatch).length > 0) patch['workers'] = workersPatch;
+  const patch = statusPatch(previous, wanted, conditions, statuses);
   const last =
     previous.lastReconcileTime === undefined ? 0 : Date.parse(previous.lastReconcileTime);
   const heartbeatDue = now.getTime() - last >= options.heartbeatMs;
@@ -593,11 +649,11 @@ function reconcile(
       status: { ...patch, lastReconcileTime: nowIso },
     });
   }
-  actions.push(
-    ...workerActions,
-    ...events,
-    ...transitionEvents(previous.conditions, conditionStates),
-  );
+  // Applied in this order (apply.ts): the status first (a conflict stops the pass before any
+  // other write), then the workers, then the events that tell of them.
+  for (const role of roles) if (plans[role].write !== undefined) actions.push(plans[role].write);
+  for (const role of roles) actions.push(...plans[role].events);
+  actions.push(...transitionEvents(previous.conditions, conditionStates));
   return actions;
 }
 
