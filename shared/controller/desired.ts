@@ -137,6 +137,71 @@ function workerParameters(
   return JSON.stringify(Object.fromEntries(parameters.map((p) => [p.key, p.value])));
 }
 
+/** The edge worker's own variables: its miner, offload, cloud and status-report settings. */
+function edgeVariables(
+  spec: JointInferenceServiceSpec,
+  service: { name: string; namespace: string },
+  common: WorkerEnv,
+  settings: WorkerSettings,
+): EnvVar[] {
+  const edge = spec.edgeWorker;
+  const hem = edge.hardExampleAlgorithm;
+  const variables: EnvVar[] = [
+    ...env({
+      ...common,
+      HEM_NAME: hem.name,
+      HEM_PARAMETERS:
+        hem.parameters === undefined || Object.keys(hem.parameters).length === 0
+          ? undefined
+          : JSON.stringify(hem.parameters),
+      MINING_MODE: edge.miningMode ?? 'inference-then-mining',
+      OFFLOAD_MODE: edge.offload?.mode ?? 'sync',
+      OFFLOAD_DEADLINE_MS: edge.offload?.deadlineMs ?? 2000,
+      CLOUD_FALLBACK: edge.offload?.fallback ?? 'edge-result',
+      // Unset unless the spec sets them, so a spec without them deploys as before: the edge
+      // worker owns the defaults (a shadow rate of 0.05 when an objective is set).
+      ACCURACY_OBJECTIVE: edge.offload?.accuracyObjective,
+      SHADOW_RATE: edge.offload?.shadowRate,
+      CLOUD_URL: `http://${workerName(service.name, 'cloud')}.${service.namespace}.svc.cluster.local`,
+      // The cloud worker serves its model under the Model's name (its MODEL_NAME).
+      CLOUD_MODEL_NAME: spec.cloudWorker.model.name,
+      UPSTREAM_STATUS_URL: settings.upstreamStatusUrl,
+    }),
+    // The node the pod landed on names the reporter (and the token it signs reports with).
+    { name: 'EDGEAI_NODE', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+  ];
+  if (edge.nodeName !== undefined) {
+    variables.push({
+      name: 'EDGEAI_NODE_TOKEN',
+      valueFrom: {
+        secretKeyRef: {
+          name: nodeTokenSecret.name(edge.nodeName),
+          key: nodeTokenSecret.key,
+          optional: true,
+        },
+      },
+    });
+  }
+  return variables;
+}
+
+type WorkerSpec =
+  JointInferenceServiceSpec['edgeWorker'] | JointInferenceServiceSpec['cloudWorker'];
+
+/** The pod template's placement and scale: node selector (the pinned node) and annotations. */
+function templateSettings(worker: WorkerSpec) {
+  const nodeSelector = {
+    ...(worker.nodeSelector ?? {}),
+    ...(worker.nodeName === undefined ? {} : { 'kubernetes.io/hostname': worker.nodeName }),
+  };
+  const annotationsOf: Record<string, string> = {};
+  if (worker.scale?.minScale !== undefined)
+    annotationsOf[annotations.minScale] = String(worker.scale.minScale);
+  if (worker.scale?.maxScale !== undefined)
+    annotationsOf[annotations.maxScale] = String(worker.scale.maxScale);
+  return { nodeSelector, annotations: annotationsOf };
+}
+
 function workerService(
   service: ServiceObject,
   spec: JointInferenceServiceSpec,
@@ -164,58 +229,9 @@ function workerService(
     TASK: worker.task === undefined ? undefined : JSON.stringify(worker.task),
     NODE_OPTIONS: inferenceNodeOptions,
   };
-  const variables: EnvVar[] = [];
-  if (role === 'edge') {
-    const edge = spec.edgeWorker;
-    const hem = edge.hardExampleAlgorithm;
-    variables.push(
-      ...env({
-        ...common,
-        HEM_NAME: hem.name,
-        HEM_PARAMETERS:
-          hem.parameters === undefined || Object.keys(hem.parameters).length === 0
-            ? undefined
-            : JSON.stringify(hem.parameters),
-        MINING_MODE: edge.miningMode ?? 'inference-then-mining',
-        OFFLOAD_MODE: edge.offload?.mode ?? 'sync',
-        OFFLOAD_DEADLINE_MS: edge.offload?.deadlineMs ?? 2000,
-        CLOUD_FALLBACK: edge.offload?.fallback ?? 'edge-result',
-        // Unset unless the spec sets them, so a spec without them deploys as before: the edge
-        // worker owns the defaults (a shadow rate of 0.05 when an objective is set).
-        ACCURACY_OBJECTIVE: edge.offload?.accuracyObjective,
-        SHADOW_RATE: edge.offload?.shadowRate,
-        CLOUD_URL: `http://${workerName(name, 'cloud')}.${namespace}.svc.cluster.local`,
-        // The cloud worker serves its model under the Model's name (its MODEL_NAME).
-        CLOUD_MODEL_NAME: spec.cloudWorker.model.name,
-        UPSTREAM_STATUS_URL: settings.upstreamStatusUrl,
-      }),
-      // The node the pod landed on names the reporter (and the token it signs reports with).
-      { name: 'EDGEAI_NODE', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
-    );
-    if (edge.nodeName !== undefined) {
-      variables.push({
-        name: 'EDGEAI_NODE_TOKEN',
-        valueFrom: {
-          secretKeyRef: {
-            name: nodeTokenSecret.name(edge.nodeName),
-            key: nodeTokenSecret.key,
-            optional: true,
-          },
-        },
-      });
-    }
-  } else {
-    variables.push(...env(common));
-  }
-  const nodeSelector = {
-    ...(worker.nodeSelector ?? {}),
-    ...(worker.nodeName === undefined ? {} : { 'kubernetes.io/hostname': worker.nodeName }),
-  };
-  const templateAnnotations: Record<string, string> = {};
-  if (worker.scale?.minScale !== undefined)
-    templateAnnotations[annotations.minScale] = String(worker.scale.minScale);
-  if (worker.scale?.maxScale !== undefined)
-    templateAnnotations[annotations.maxScale] = String(worker.scale.maxScale);
+  const variables =
+    role === 'edge' ? edgeVariables(spec, { name, namespace }, common, settings) : env(common);
+  const template = templateSettings(worker);
   const serviceLabels: Record<string, string> = { ...roleLabels };
   // The cloud worker is reached only from inside the cluster (by the edge workers).
   if (role === 'cloud') serviceLabels['networking.knative.dev/visibility'] = 'cluster-local';
@@ -231,9 +247,11 @@ function workerService(
     },
     spec: {
       template: {
-        metadata: { labels: roleLabels, annotations: templateAnnotations },
+        metadata: { labels: roleLabels, annotations: template.annotations },
         spec: {
-          ...(Object.keys(nodeSelector).length > 0 ? { nodeSelector } : {}),
+          ...(Object.keys(template.nodeSelector).length > 0
+            ? { nodeSelector: template.nodeSelector }
+            : {}),
           containers: [
             {
               name: 'worker',
@@ -252,27 +270,17 @@ function workerService(
   };
 }
 
-/**
- * The desired workers of `service`, or the first reason they cannot be built: an invalid spec,
- * a missing or invalid Model (both are named), a missing Node.
- */
-function desiredState(
-  service: ServiceObject,
-  models: ReadonlyMap<string, KubeObject>,
-  nodes: ReadonlyMap<string, KubeObject>,
-  settings: WorkerSettings,
-): Desired {
-  if (service.metadata.name.length > maxServiceNameLength) {
+/** The spec, or why it cannot be deployed: names that would not make valid worker names. */
+function parseSpec(service: ServiceObject): JointInferenceServiceSpec | Problem {
+  const name = service.metadata.name;
+  if (name.length > maxServiceNameLength) {
     return {
-      valid: false,
       reason: 'InvalidSpec',
       message: `metadata.name: at most ${maxServiceNameLength} characters, so that worker revision names stay valid DNS labels`,
     };
   }
-  const name = service.metadata.name;
   if (!roles.every((role) => dns1035Label.test(workerName(name, role)))) {
     return {
-      valid: false,
       reason: 'InvalidSpec',
       message: `metadata.name: "${name}" must start with a lowercase letter and hold only lowercase letters, digits and '-', so that the worker Service names (${workerName(name, 'edge')}, ${workerName(name, 'cloud')}) are valid DNS-1035 labels`,
     };
@@ -282,20 +290,26 @@ function desiredState(
     const problems = parsed.error.issues.map(
       (issue) => `spec.${issue.path.map(String).join('.')}: ${issue.message}`,
     );
-    return { valid: false, reason: 'InvalidSpec', message: problems.join('; ') };
+    return { reason: 'InvalidSpec', message: problems.join('; ') };
   }
-  const spec = parsed.data;
   for (const role of roles) {
-    const nodeName = (role === 'edge' ? spec.edgeWorker : spec.cloudWorker).nodeName;
+    const nodeName = (role === 'edge' ? parsed.data.edgeWorker : parsed.data.cloudWorker).nodeName;
     if (nodeName !== undefined && nodeName.length > maxLabelValueLength) {
       return {
-        valid: false,
         reason: 'InvalidSpec',
         message: `spec.${role}Worker.nodeName: at most ${maxLabelValueLength} characters, as it becomes the kubernetes.io/hostname label value the worker is pinned by`,
       };
     }
   }
-  const namespace = service.metadata.namespace ?? '';
+  return parsed.data;
+}
+
+/** Both workers' Models, or every one missing or invalid, named. */
+function resolveModels(
+  spec: JointInferenceServiceSpec,
+  models: ReadonlyMap<string, KubeObject>,
+  namespace: string,
+): Record<Role, ModelSpec> | Problem {
   const missing: string[] = [];
   const invalid: string[] = [];
   const modelSpecs = {} as Record<Role, ModelSpec>;
@@ -318,14 +332,33 @@ function desiredState(
   if (missing.length > 0) {
     const noun = missing.length === 1 ? 'Model' : 'Models';
     return {
-      valid: false,
       reason: 'ModelNotFound',
       message: `${noun} ${missing.join(' and ')} not found in namespace ${namespace}`,
     };
   }
   if (invalid.length > 0) {
-    return { valid: false, reason: 'InvalidModel', message: `Model ${invalid.join('; Model ')}` };
+    return { reason: 'InvalidModel', message: `Model ${invalid.join('; Model ')}` };
   }
+  return modelSpecs;
+}
+
+/** A Problem, not a result: neither a spec nor a role-to-Model map has these keys. */
+const isProblem = (value: object): value is Problem => 'reason' in value && 'message' in value;
+
+/**
+ * The desired workers of `service`, or the first reason they cannot be built: an invalid spec,
+ * a missing or invalid Model (both are named), a missing Node.
+ */
+function desiredState(
+  service: ServiceObject,
+  models: ReadonlyMap<string, KubeObject>,
+  nodes: ReadonlyMap<string, KubeObject>,
+  settings: WorkerSettings,
+): Desired {
+  const spec = parseSpec(service);
+  if (isProblem(spec)) return { valid: false, ...spec };
+  const modelSpecs = resolveModels(spec, models, service.metadata.namespace ?? '');
+  if (isProblem(modelSpecs)) return { valid: false, ...modelSpecs };
   for (const role of roles) {
     const problem = checkPlacement(
       role,
