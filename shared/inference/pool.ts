@@ -117,16 +117,97 @@ function split(outputs: Record<string, WireTensor>, batch: readonly Pending[]): 
   });
 }
 
+/**
+ * The requests waiting for a worker, in two queues: small requests go first unless the oldest
+ * large one has waited `agingMs` (see the file comment). A batch takes the head's key only.
+ */
+function createRequestQueue(maxBatch: number) {
+  const small: Pending[] = [];
+  const large: Pending[] = [];
+  let rows = 0;
+  const queueOf = (pending: Pending) => (pending.rows <= smallRows ? small : large);
+
+  /** Takes from `queue` the requests that share `key`, while they fit. */
+  function takeMatching(queue: Pending[], key: string, batch: Pending[], taken: number): number {
+    for (let i = 0; i < queue.length;) {
+      const next = queue[i]!;
+      if (next.key !== key) {
+        i += 1;
+        continue;
+      }
+      if (batch.length > 0 && taken + next.rows > maxBatch) break;
+      queue.splice(i, 1);
+      batch.push(next);
+      taken += next.rows;
+      rows -= next.rows;
+    }
+    return taken;
+  }
+
+  return {
+    /** Rows waiting. */
+    rows: () => rows,
+    push(pending: Pending): void {
+      queueOf(pending).push(pending);
+      rows += pending.rows;
+    },
+    /** The next batch: the head request and those that may join it. */
+    take(): Pending[] {
+      const oldest = large[0];
+      const order =
+        oldest !== undefined && performance.now() - oldest.since >= agingMs
+          ? [large, small]
+          : [small, large];
+      const head = order[0]![0] ?? order[1]![0]!;
+      const batch: Pending[] = [];
+      let taken = 0;
+      for (const queue of order) taken = takeMatching(queue, head.key, batch, taken);
+      return batch;
+    },
+    /** Puts `batch` back at the front, and gives every waiting request a key of its own. */
+    requeueAlone(batch: readonly Pending[], uniqueKey: () => string): void {
+      for (const pending of [...batch].reverse()) {
+        queueOf(pending).unshift(pending);
+        rows += pending.rows;
+      }
+      for (const pending of [...small, ...large]) pending.key = uniqueKey();
+    },
+    /** Empties both queues, returning what was in them. */
+    drain(): Pending[] {
+      rows = 0;
+      return [...small.splice(0), ...large.splice(0)];
+    },
+  };
+}
+
+/** Each worker's session run: the batch it holds, settled when its reply comes. */
+function watchSlot(
+  slot: Slot,
+  settle: (batch: Pending[], reply: RunReply) => void,
+  fail: (batch: readonly Pending[], err: Error) => void,
+): void {
+  slot.worker.on('message', (message: RunReply) => {
+    const batch = slot.batch;
+    slot.batch = [];
+    slot.busy = false;
+    settle(batch, message);
+  });
+  slot.worker.on('error', (err) => {
+    fail(slot.batch, err);
+    slot.batch = [];
+    slot.busy = false;
+  });
+}
+
 async function createInferencePool(options: PoolOptions): Promise<InferencePool> {
   const started = await Promise.all(
     Array.from({ length: options.threads }, () => startOnnxWorker(options.model)),
   );
   const { signature } = started[0]!;
   const slots: Slot[] = started.map(({ worker }) => ({ worker, busy: false, batch: [] }));
-  const small: Pending[] = [];
-  const large: Pending[] = [];
-  let queued = 0;
+  const queue = createRequestQueue(options.maxBatch);
   let unique = 0;
+  const uniqueKey = () => `alone:${(unique += 1)}`;
   let timer: NodeJS.Timeout | undefined;
   let closed = false;
   /**
@@ -140,74 +221,26 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
     for (const pending of batch) pending.reject(err);
   };
 
-  for (const slot of slots) {
-    slot.worker.on('message', (message: RunReply) => {
-      const batch = slot.batch;
-      slot.batch = [];
-      slot.busy = false;
-      if ('error' in message) fail(batch, refused(batch[0]!, message.error));
-      else {
-        let parts: Tensors[] | undefined;
-        try {
-          parts = split(message.outputs, batch);
-        } catch (err) {
-          if (batch.length === 1)
-            fail(batch, new Error(`inference failed: ${(err as Error).message}`));
-          else runAlone(batch);
+  /** A reply's outputs to their requests; a joined run that cannot be split runs each alone. */
+  const settle = (batch: Pending[], message: RunReply) => {
+    if ('error' in message) fail(batch, refused(batch[0]!, message.error));
+    else {
+      let parts: Tensors[] | undefined;
+      try {
+        parts = split(message.outputs, batch);
+      } catch (err) {
+        if (batch.length === 1)
+          fail(batch, new Error(`inference failed: ${(err as Error).message}`));
+        else {
+          unsplittable = true;
+          queue.requeueAlone(batch, uniqueKey);
         }
-        parts?.forEach((outputs, i) => batch[i]!.resolve(outputs));
       }
-      dispatch();
-    });
-    slot.worker.on('error', (err) => {
-      fail(slot.batch, err);
-      slot.batch = [];
-      slot.busy = false;
-    });
-  }
-
-  /**
-   * A joined run's outputs could not be split by rows: its requests go back to the front of the
-   * queue, each to run alone, and no request is joined again (see `unsplittable`).
-   */
-  function runAlone(batch: readonly Pending[]): void {
-    unsplittable = true;
-    for (const pending of [...batch].reverse()) {
-      (pending.rows <= smallRows ? small : large).unshift(pending);
-      queued += pending.rows;
+      parts?.forEach((outputs, i) => batch[i]!.resolve(outputs));
     }
-    for (const pending of [...small, ...large]) pending.key = `alone:${(unique += 1)}`;
-  }
-
-  /** Takes from `queue` the requests that share `key`, while they fit. */
-  function takeMatching(queue: Pending[], key: string, batch: Pending[], rows: number): number {
-    for (let i = 0; i < queue.length;) {
-      const next = queue[i]!;
-      if (next.key !== key) {
-        i += 1;
-        continue;
-      }
-      if (batch.length > 0 && rows + next.rows > options.maxBatch) break;
-      queue.splice(i, 1);
-      batch.push(next);
-      rows += next.rows;
-      queued -= next.rows;
-    }
-    return rows;
-  }
-
-  function take(): Pending[] {
-    const oldest = large[0];
-    const order =
-      oldest !== undefined && performance.now() - oldest.since >= agingMs
-        ? [large, small]
-        : [small, large];
-    const head = order[0]![0] ?? order[1]![0]!;
-    const batch: Pending[] = [];
-    let rows = 0;
-    for (const queue of order) rows = takeMatching(queue, head.key, batch, rows);
-    return batch;
-  }
+    dispatch();
+  };
+  for (const slot of slots) watchSlot(slot, settle, fail);
 
   function run(slot: Slot, batch: Pending[]): void {
     options.onRun?.(batch.reduce((n, p) => n + p.rows, 0));
@@ -219,20 +252,25 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
   }
 
   function dispatch(): void {
-    if (timer !== undefined || queued === 0) return;
+    if (timer !== undefined || queue.rows() === 0) return;
     const free = slots.find((slot) => !slot.busy);
     if (free === undefined) return;
     // A partial batch may wait a little for more rows; a full one (or maxWaitMs 0) runs now.
-    if (options.maxWaitMs > 0 && signature.batched && !unsplittable && queued < options.maxBatch) {
+    if (
+      options.maxWaitMs > 0 &&
+      signature.batched &&
+      !unsplittable &&
+      queue.rows() < options.maxBatch
+    ) {
       timer = setTimeout(() => {
         timer = undefined;
         const slot = slots.find((s) => !s.busy);
-        if (slot !== undefined && queued > 0) run(slot, take());
+        if (slot !== undefined && queue.rows() > 0) run(slot, queue.take());
         dispatch();
       }, options.maxWaitMs);
       return;
     }
-    run(free, take());
+    run(free, queue.take());
     dispatch();
   }
 
@@ -240,35 +278,25 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
     signature,
     infer(inputs, rows) {
       if (closed) return Promise.reject(new UnavailableError('inference pool is shutting down'));
-      if (queued + rows > options.maxQueueRows) {
+      if (queue.rows() + rows > options.maxQueueRows) {
         return Promise.reject(
           new UnavailableError(
-            `inference queue full (${queued} rows waiting, limit ${options.maxQueueRows})`,
+            `inference queue full (${queue.rows()} rows waiting, limit ${options.maxQueueRows})`,
           ),
         );
       }
-      const key =
-        signature.batched && !unsplittable ? batchKey(signature, inputs) : `alone:${(unique += 1)}`;
+      const key = signature.batched && !unsplittable ? batchKey(signature, inputs) : uniqueKey();
       return new Promise((resolve, reject) => {
-        (rows <= smallRows ? small : large).push({
-          inputs,
-          rows,
-          key,
-          since: performance.now(),
-          resolve,
-          reject,
-        });
-        queued += rows;
+        queue.push({ inputs, rows, key, since: performance.now(), resolve, reject });
         dispatch();
       });
     },
-    queuedRows: () => queued,
+    queuedRows: () => queue.rows(),
     async close() {
       closed = true;
       if (timer !== undefined) clearTimeout(timer);
-      fail([...small.splice(0), ...large.splice(0)], new UnavailableError('inference pool closed'));
-      // The queues are empty now: a run finishing during the drain must not dispatch from them.
-      queued = 0;
+      // Emptied now: a run finishing during the drain must not dispatch from the queues.
+      fail(queue.drain(), new UnavailableError('inference pool closed'));
       // Terminating a thread inside onnxruntime's run aborts the whole process (a native
       // exception escapes): let the runs in progress finish first, for a bounded time.
       const running = slots.filter((slot) => slot.busy).map((slot) => once(slot.worker, 'message'));
