@@ -129,6 +129,10 @@ const task = z
     nmsThreshold: fraction
       .optional()
       .describe('detection: NMS IoU; default the nms_threshold worker parameter, else 0.5.'),
+    agnosticNms: z
+      .boolean()
+      .optional()
+      .describe('detection: NMS across classes (true), not per class (default false).'),
     maxDetections: z.number().int().min(1).max(1000).optional(),
   })
   .describe('What the model outputs mean: the task view hard-example mining reads.');

@@ -48,7 +48,10 @@ interface TaskAdapter {
 }
 
 type ResolvedDetection = Required<
-  Pick<TaskSpec, 'boxes' | 'boxFormat' | 'scoreFloor' | 'nmsThreshold' | 'maxDetections'>
+  Pick<
+    TaskSpec,
+    'boxes' | 'boxFormat' | 'scoreFloor' | 'nmsThreshold' | 'agnosticNms' | 'maxDetections'
+  >
 > &
   Pick<TaskSpec, 'scores' | 'classes' | 'count'> & { nms: boolean };
 
@@ -258,7 +261,11 @@ function detectionsOfRow(
     found.flatMap((d) => [...d.box]),
     found.map((d) => d.score),
     found.map((d) => d.cls),
-    { iouThreshold: config.nmsThreshold, maxDetections: config.maxDetections },
+    {
+      iouThreshold: config.nmsThreshold,
+      maxDetections: config.maxDetections,
+      classAgnostic: config.agnosticNms,
+    },
   );
   return keep.map((i) => found[i]!);
 }
@@ -393,6 +400,7 @@ function resolveDetection(
     scoreFloor: spec.scoreFloor ?? 0.05,
     nms: nms === 'always' || (nms === 'auto' && count === undefined),
     nmsThreshold: spec.nmsThreshold ?? nmsParameter ?? 0.5,
+    agnosticNms: spec.agnosticNms ?? false,
     maxDetections: spec.maxDetections ?? 100,
   };
 }

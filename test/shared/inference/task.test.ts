@@ -105,6 +105,34 @@ describe('detection adapter', () => {
     expect(detections(loose.fromModel(sameClass, 1)[0]!)).toHaveLength(2); // 0.81 <= 0.9
   });
 
+  it('suppresses across classes with agnosticNms, keeping the higher-scoring box', () => {
+    const overlapping = image(
+      [
+        [0, 0, 10, 10],
+        [1, 1, 10, 10],
+        [20, 20, 30, 30],
+      ],
+      [0.8, 0.9, 0.7],
+      [
+        [0.9, 0.1],
+        [0.2, 0.8],
+        [0.9, 0.1],
+      ],
+    );
+    const agnostic = createTaskAdapter({ agnosticNms: true }, detector, 0.6);
+    // IoU 0.81 > 0.6: the class-1 box (0.9) suppresses the class-0 one (0.8); the far box stays.
+    expect(
+      detections(agnostic.fromModel(overlapping, 1)[0]!).map((d) => [
+        d.cls,
+        Number(d.score.toFixed(3)),
+      ]),
+    ).toEqual([
+      [1, 0.9],
+      [0, 0.7],
+    ]);
+    expect(detections(task.fromModel(overlapping, 1)[0]!)).toHaveLength(3);
+  });
+
   it('calls an image hard when every box is under the floor (zero boxes), for IBT and CrossEntropy', () => {
     const [result] = task.fromModel(
       image(
