@@ -198,6 +198,81 @@ function qualityParts(
   };
 }
 
+/**
+ * The settings checked against the model and each other, then the drift scorer; on any problem
+ * the pool is closed (its threads would keep the process alive) and the ConfigError thrown.
+ */
+async function checkedScorer(
+  serving: ServingConfig,
+  edge: EdgeConfig,
+  mining: { miner: string; targetOffloadRatio: number | undefined },
+  model: Awaited<ReturnType<typeof serveModel>>,
+  telemetry: Telemetry,
+): Promise<OutlierScorer | undefined> {
+  try {
+    checkJointSettings(
+      edge.joint,
+      mining.miner,
+      model.task,
+      edge.sink !== undefined,
+      edge.quality.objective !== undefined,
+    );
+    if (mining.targetOffloadRatio !== undefined && edge.quality.objective !== undefined) {
+      throw new ConfigError(
+        'ACCURACY_OBJECTIVE: an objective sets the offload cut itself; remove targetOffloadRatio (the budget) or the objective',
+      );
+    }
+    return await driftScorer(serving, edge, model.pool, telemetry);
+  } catch (err) {
+    await model.pool.close();
+    throw err;
+  }
+}
+
+/** The quality figures the status report and GET /skew carry, when there is a window. */
+function qualityReporter(edge: EdgeConfig, window: QualityWindow | undefined) {
+  if (window === undefined) return undefined;
+  const { objective, shadowRate, raiseAt } = edge.quality;
+  return () => qualityReport(window, { objective, shadowRate, raiseAt });
+}
+
+/** What runs beside the requests: the status reporter and the task watcher, when configured. */
+function edgeBackground(
+  edge: EdgeConfig,
+  parts: {
+    joint: JointDeps;
+    redis: RedisClient | undefined;
+    counters: WorkerCounters;
+    quality: (() => ReturnType<typeof qualityReport>) | undefined;
+    setBudget: (target: number | undefined) => void;
+  },
+  telemetry: Telemetry,
+) {
+  const reporter =
+    edge.report === undefined
+      ? undefined
+      : startReporter({
+          ...edge.report,
+          reporter: `${hostname()}:${Date.now()}`,
+          counters: parts.counters,
+          log: telemetry.log,
+          ...(parts.quality === undefined ? {} : { quality: parts.quality }),
+        });
+  const watcher =
+    parts.redis === undefined || edge.node === undefined || edge.service === undefined
+      ? undefined
+      : watchTask({
+          redis: parts.redis,
+          node: edge.node,
+          service: edge.service,
+          target: parts.joint,
+          onBudget: parts.setBudget,
+          pollMs: edge.taskPollMs,
+          log: telemetry.log,
+        });
+  return { reporter, watcher };
+}
+
 /** edge-infer: the small model, hard-example mining and offload. */
 async function startEdgeWorker({ config, telemetry }: Runtime): Promise<Worker> {
   const serving = loadServingConfig('edge');
@@ -207,26 +282,10 @@ async function startEdgeWorker({ config, telemetry }: Runtime): Promise<Worker> 
     workerParameters: serving.workerParameters,
   });
   const counters = new WorkerCounters();
-  const { pool, metrics, task } = await serveModel(serving, telemetry, counters);
-  let scorer: OutlierScorer | undefined;
-  try {
-    checkJointSettings(
-      edge.joint,
-      miner.name,
-      task,
-      edge.sink !== undefined,
-      edge.quality.objective !== undefined,
-    );
-    if (targetOffloadRatio !== undefined && edge.quality.objective !== undefined) {
-      throw new ConfigError(
-        'ACCURACY_OBJECTIVE: an objective sets the offload cut itself; remove targetOffloadRatio (the budget) or the objective',
-      );
-    }
-    scorer = await driftScorer(serving, edge, pool, telemetry);
-  } catch (err) {
-    await pool.close();
-    throw err;
-  }
+  const model = await serveModel(serving, telemetry, counters);
+  const { pool, metrics, task } = model;
+  const mining = { miner: miner.name, targetOffloadRatio };
+  const scorer = await checkedScorer(serving, edge, mining, model, telemetry);
   const warn = (fields: Record<string, unknown>, message: string) =>
     telemetry.log.warn(fields, message);
   const redis: RedisClient | undefined =
@@ -258,38 +317,12 @@ async function startEdgeWorker({ config, telemetry }: Runtime): Promise<Worker> 
     createBudget({ redis, service, target, ...edge.budget, log: telemetry.log }),
   );
   setBudget(targetOffloadRatio);
-  const window = joint.quality;
-  const quality =
-    window === undefined
-      ? undefined
-      : () =>
-          qualityReport(window, {
-            objective: edge.quality.objective,
-            shadowRate: edge.quality.shadowRate,
-            raiseAt: edge.quality.raiseAt,
-          });
-  const reporter =
-    edge.report === undefined
-      ? undefined
-      : startReporter({
-          ...edge.report,
-          reporter: `${hostname()}:${Date.now()}`,
-          counters,
-          log: telemetry.log,
-          ...(quality === undefined ? {} : { quality }),
-        });
-  const watcher =
-    redis === undefined || edge.node === undefined || edge.service === undefined
-      ? undefined
-      : watchTask({
-          redis,
-          node: edge.node,
-          service: edge.service,
-          target: joint,
-          onBudget: setBudget,
-          pollMs: edge.taskPollMs,
-          log: telemetry.log,
-        });
+  const quality = qualityReporter(edge, joint.quality);
+  const background = edgeBackground(
+    edge,
+    { joint, redis, counters, quality, setBudget },
+    telemetry,
+  );
   const definition = edgeInferDefinition({
     model: { name: serving.modelName, version: '1' },
     joint,
@@ -304,11 +337,12 @@ async function startEdgeWorker({ config, telemetry }: Runtime): Promise<Worker> 
   return {
     definition,
     async close() {
-      watcher?.stop();
+      background.watcher?.stop();
       joint.budget?.stop();
       joint.quality?.stop();
       await joint.shadow?.idle();
-      await reporter?.stop();
+      // After the shadow calls in flight: the last report counts their outcomes.
+      await background.reporter?.stop();
       redis?.disconnect();
       await pool.close();
     },
