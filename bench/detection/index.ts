@@ -67,6 +67,10 @@ async function detect(
   return { run: { results, seconds }, task };
 }
 
+/** One tier alone: mAP@0.5 of a run's detections on its split. */
+const mapOf = (run: Run, split: DetectionSplit) =>
+  meanAveragePrecision(run.results.map(scoredBoxes), split.boxes).map;
+
 interface Point {
   miner: string;
   parameter: string;
@@ -201,12 +205,11 @@ function printCeilings(split: DetectionSplit, edge: TaskResult[], cloud: TaskRes
 async function printAgnosticNms(split: DetectionSplit): Promise<void> {
   const edge = await detect('detector-edge.onnx', split, true);
   const cloud = await detect('detector-cloud.onnx', split, true);
-  const mapOf = (run: Run) => meanAveragePrecision(run.results.map(scoredBoxes), split.boxes).map;
   const points = sweepSplit(split, edge.task, edge.run.results, cloud.run.results);
   printTable(
     'NMS across classes (task agnosticNms: true), test split, mAP@0.5 (points)',
     ['edge only', 'cloud only', 'best joint at <= 25% offload'],
-    [[pct(mapOf(edge.run)), pct(mapOf(cloud.run)), pct(best(points).map)]],
+    [[pct(mapOf(edge.run, split)), pct(mapOf(cloud.run, split)), pct(best(points).map)]],
   );
 }
 
@@ -265,14 +268,8 @@ async function main(): Promise<void> {
     },
   };
   const { task } = runs.test.edge;
-  const edgeMap = meanAveragePrecision(
-    runs.test.edge.run.results.map(scoredBoxes),
-    data.test.boxes,
-  ).map;
-  const cloudMap = meanAveragePrecision(
-    runs.test.cloud.run.results.map(scoredBoxes),
-    data.test.boxes,
-  ).map;
+  const edgeMap = mapOf(runs.test.edge.run, data.test);
+  const cloudMap = mapOf(runs.test.cloud.run, data.test);
   const test = sweepSplit(data.test, task, runs.test.edge.run.results, runs.test.cloud.run.results);
   const validation = sweepSplit(
     data.validation,
