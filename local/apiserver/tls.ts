@@ -41,8 +41,13 @@ function certificate(
 ): forge.pki.Certificate {
   const cert = forge.pki.createCertificate();
   cert.publicKey = publicKey;
-  // A positive 16-byte serial (the top bit clear): RFC 5280 wants it unique per issuer.
-  cert.serialNumber = `0${randomBytes(16).toString('hex')}`;
+  // A positive 16-byte serial, unique per issuer (RFC 5280), whose first byte is neither 0 nor
+  // has its top bit set: DER wants the shortest encoding, node-forge strips at most one leading
+  // zero byte, and OpenSSL refuses the rest ("illegal padding"; 1 start in 512 with the former
+  // "0" + 16 random bytes).
+  const serial = randomBytes(16);
+  serial[0] = (serial[0]! & 0x7f) | 0x40;
+  cert.serialNumber = serial.toString('hex');
   const now = Date.now();
   cert.validity.notBefore = new Date(now - 60_000); // a client's clock a little behind
   cert.validity.notAfter = new Date(now + lifetimeDays * 86_400_000);
