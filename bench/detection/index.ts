@@ -29,6 +29,7 @@ import type { ScoredBox } from '../../shared/training/detection-metrics.js';
 import { writeLinePlot } from '../support/plot.js';
 import { scoredBoxes } from '../support/detections.js';
 import { finish, printTable } from '../support/report.js';
+import { printHeadroom } from './headroom.js';
 
 const root = new URL('../../../', import.meta.url);
 const batch = 64;
@@ -79,7 +80,12 @@ interface Point {
 }
 
 /** Joint mAP when the canvases `hard` says are answered by the cloud. */
-function joint(split: DetectionSplit, edge: ScoredBox[][], cloud: ScoredBox[][], hard: boolean[]) {
+function joint(
+  split: DetectionSplit,
+  edge: ScoredBox[][],
+  cloud: ScoredBox[][],
+  hard: readonly boolean[],
+) {
   const chosen = edge.map((own, i) => (hard[i] === true ? cloud[i]! : own));
   return {
     offload: hard.filter(Boolean).length / split.n,
@@ -153,6 +159,10 @@ function jointByRank(
   return joint(split, edge, cloud, hard).map;
 }
 
+/** The edge's summed box uncertainty: a ranking no shipped miner uses. */
+const uncertainty = (boxes: readonly ScoredBox[]) =>
+  boxes.reduce((sum, b) => sum + b.score * (1 - b.score), 0);
+
 /**
  * Rankings that are not miners: the ground truth's (the mAP each canvas alone gains when the
  * cloud answers it) and two of the edge's own uncertainty, summed over its boxes.
@@ -172,7 +182,7 @@ function ceilingRankings(split: DetectionSplit, edge: ScoredBox[][], cloud: Scor
     { ranking: "ground truth: each canvas's own mAP gain (an oracle, not a miner)", rank: gain },
     {
       ranking: 'sum over boxes of score x (1 - score)',
-      rank: edge.map((boxes) => boxes.reduce((sum, b) => sum + b.score * (1 - b.score), 0)),
+      rank: edge.map(uncertainty),
     },
     {
       ranking: 'number of boxes over 0.3',
@@ -210,6 +220,36 @@ async function printAgnosticNms(split: DetectionSplit): Promise<void> {
     'NMS across classes (task agnosticNms: true), test split, mAP@0.5 (points)',
     ['edge only', 'cloud only', 'best joint at <= 25% offload'],
     [[pct(mapOf(edge.run, split)), pct(mapOf(cloud.run, split)), pct(best(points).map)]],
+  );
+}
+
+/**
+ * Each sweep's hardness (it does not depend on the swept parameter) and the summed box
+ * uncertainty, as rankings of the test canvases, for the headroom table.
+ */
+function printMinerHeadroom(split: DetectionSplit, task: TaskAdapter, edge: Run, cloud: Run) {
+  const inputs = edge.results.map((r) => task.minerInput(r));
+  const edgeBoxes = edge.results.map(scoredBoxes);
+  const cloudBoxes = cloud.results.map(scoredBoxes);
+  return printHeadroom(
+    split.boxes,
+    edgeBoxes,
+    cloudBoxes,
+    [
+      ...sweeps.map((sweep) => ({
+        name: sweep.miner,
+        rank: inputs.map((input) => sweep.settings[0]!.miner.hardness(input)),
+      })),
+      {
+        name: 'sum over boxes of score x (1 - score)',
+        rank: edgeBoxes.map(uncertainty),
+      },
+    ],
+    maxOffload,
+    {
+      map: (hard) => joint(split, edgeBoxes, cloudBoxes, hard).map,
+      goal: mapOf(cloud, split),
+    },
   );
 }
 
@@ -255,6 +295,32 @@ async function writePlot(test: readonly Point[], cloudMap: number, edgeMap: numb
   process.stdout.write(`\nplot: ${plot.pathname}\n`);
 }
 
+/**
+ * The joint at the offload cap two ways: the best point of the test sweep (the figure the target
+ * reads) and the point picked on validation, applied to test.
+ */
+function printPicked(test: readonly Point[], validation: readonly Point[], cloudMap: number) {
+  const bestTest = best(test);
+  const chosen = best(validation);
+  const chosenOnTest = test.find(
+    (p) => p.miner === chosen.miner && p.parameter === chosen.parameter,
+  )!;
+  const row = (how: string, p: Point) => [
+    how,
+    p.miner,
+    p.parameter,
+    pct(p.offload),
+    pct(p.map),
+    pct(cloudMap - p.map),
+  ];
+  printTable(
+    `joint at <= ${100 * maxOffload}% offload`,
+    ['how picked', 'miner', 'parameters', 'offload (test)', 'joint mAP (test)', 'gap to cloud'],
+    [row('best on test', bestTest), row('picked on validation', chosenOnTest)],
+  );
+  return { bestTest, chosenOnTest };
+}
+
 async function main(): Promise<void> {
   const data = loadDetectionSet();
   const runs = {
@@ -286,38 +352,13 @@ async function main(): Promise<void> {
     ],
   );
   printSweepTable(test);
-  const bestTest = best(test);
-  const chosen = best(validation);
-  const chosenOnTest = test.find(
-    (p) => p.miner === chosen.miner && p.parameter === chosen.parameter,
-  )!;
-  printTable(
-    `joint at <= ${100 * maxOffload}% offload`,
-    ['how picked', 'miner', 'parameters', 'offload (test)', 'joint mAP (test)', 'gap to cloud'],
-    [
-      [
-        'best on test',
-        bestTest.miner,
-        bestTest.parameter,
-        pct(bestTest.offload),
-        pct(bestTest.map),
-        pct(cloudMap - bestTest.map),
-      ],
-      [
-        'picked on validation',
-        chosen.miner,
-        chosen.parameter,
-        pct(chosenOnTest.offload),
-        pct(chosenOnTest.map),
-        pct(cloudMap - chosenOnTest.map),
-      ],
-    ],
-  );
+  const { bestTest, chosenOnTest } = printPicked(test, validation, cloudMap);
   const oracleAt25 = printCeilings(
     data.test,
     runs.test.edge.run.results,
     runs.test.cloud.run.results,
   );
+  const headroom = printMinerHeadroom(data.test, task, runs.test.edge.run, runs.test.cloud.run);
   await printAgnosticNms(data.test);
   await writePlot(test, cloudMap, edgeMap);
   const figures = {
@@ -330,6 +371,13 @@ async function main(): Promise<void> {
     detection_cloud_minus_edge: pct(cloudMap - edgeMap),
     detection_cloud_minus_best_joint_at_25pct: pct(cloudMap - bestTest.map),
     detection_oracle_joint_map_at_25pct: pct(oracleAt25),
+    detection_canvases_edge_worse_pct: pct(headroom.edgeWorseShare),
+    ...(headroom.hitsNeeded === null
+      ? {}
+      : { detection_edge_worse_hits_needed_in_budget: headroom.hitsNeeded }),
+    detection_best_miner_auc_edge_worse: Number(
+      Math.max(...headroom.auc.slice(0, sweeps.length)).toFixed(3),
+    ),
   };
   finish('detection', figures, {
     detection_cloud_minus_best_joint_at_25pct: {
