@@ -205,56 +205,88 @@ function corners(
   }
 }
 
-/** One image's candidate boxes, floored, suppressed and capped as configured. */
-function detectionsOfRow(
+/** A batch's detection outputs, read and checked once for all its rows. */
+interface DetectionColumns {
+  /** Candidate boxes per row. */
+  candidates: number;
+  boxes: ArrayLike<number>;
+  scores: ArrayLike<number> | undefined;
+  classValues: ArrayLike<number> | undefined;
+  /** Scores per box when `classValues` is a distribution; 0 when it holds class indices. */
+  classWidth: number;
+  counts: ArrayLike<number> | undefined;
+}
+
+function detectionColumns(
   config: ResolvedDetection,
   raw: Readonly<Record<string, Tensor>>,
   rows: number,
-  row: number,
-): Detection[] {
+): DetectionColumns {
   const boxesTensor = take(raw, config.boxes);
-  const perBoxes = perRow(boxesTensor, rows, 3, config.boxes);
-  const candidates = perBoxes / 4;
-  const boxes = numbersOf(boxesTensor);
+  const candidates = perRow(boxesTensor, rows, 3, config.boxes) / 4;
   const scoresTensor = config.scores === undefined ? undefined : take(raw, config.scores);
-  const scores = scoresTensor === undefined ? undefined : numbersOf(scoresTensor);
   if (scoresTensor !== undefined && perRow(scoresTensor, rows, 2, config.scores!) !== candidates) {
     throw new ValidationError(`output ${config.scores}: not one score per box of ${config.boxes}`);
   }
   const classTensor = config.classes === undefined ? undefined : take(raw, config.classes);
-  const classValues = classTensor === undefined ? undefined : numbersOf(classTensor);
   let classWidth = 0;
   if (classTensor !== undefined) {
     const distribution = classTensor.shape.length === boxesTensor.shape.length;
     const per = perRow(classTensor, rows, distribution ? 3 : 2, config.classes!);
     classWidth = distribution ? per / candidates : 0;
   }
-  let limit = candidates;
-  if (config.count !== undefined)
-    limit = Math.min(candidates, Math.max(0, Number(numbersOf(take(raw, config.count))[row] ?? 0)));
+  return {
+    candidates,
+    boxes: numbersOf(boxesTensor),
+    scores: scoresTensor === undefined ? undefined : numbersOf(scoresTensor),
+    classValues: classTensor === undefined ? undefined : numbersOf(classTensor),
+    classWidth,
+    counts: config.count === undefined ? undefined : numbersOf(take(raw, config.count)),
+  };
+}
+
+/** Candidate `index` (across the batch) as a detection, or undefined under the score floor. */
+function candidate(
+  config: ResolvedDetection,
+  columns: DetectionColumns,
+  index: number,
+): Detection | undefined {
+  const { classValues, classWidth, scores } = columns;
+  let cls = 0;
+  let top = 1;
+  let classScores: number[] | undefined;
+  if (classValues !== undefined && classWidth > 0) {
+    classScores = Array.prototype.slice.call(
+      classValues,
+      index * classWidth,
+      (index + 1) * classWidth,
+    ) as number[];
+    cls = argmax(classScores);
+    top = classScores[cls]!;
+  } else if (classValues !== undefined) cls = Math.round(classValues[index]!);
+  const score = scores !== undefined ? scores[index]! : top;
+  if (!(score >= config.scoreFloor)) return undefined;
+  return {
+    box: corners(config.boxFormat, columns.boxes, index * 4),
+    score,
+    cls,
+    ...(classScores === undefined ? {} : { classScores }),
+  };
+}
+
+/** One image's candidate boxes, floored, suppressed and capped as configured. */
+function detectionsOfRow(
+  config: ResolvedDetection,
+  columns: DetectionColumns,
+  row: number,
+): Detection[] {
+  const { candidates, counts } = columns;
+  const limit =
+    counts === undefined ? candidates : Math.min(candidates, Math.max(0, Number(counts[row] ?? 0)));
   const found: Detection[] = [];
   for (let k = 0; k < limit; k += 1) {
-    const index = row * candidates + k;
-    let cls = 0;
-    let top = 1;
-    let classScores: ArrayLike<number> | undefined;
-    if (classValues !== undefined && classWidth > 0) {
-      classScores = Array.prototype.slice.call(
-        classValues,
-        index * classWidth,
-        (index + 1) * classWidth,
-      ) as number[];
-      cls = argmax(classScores);
-      top = classScores[cls]!;
-    } else if (classValues !== undefined) cls = Math.round(classValues[index]!);
-    const score = scores !== undefined ? scores[index]! : top;
-    if (!(score >= config.scoreFloor)) continue;
-    found.push({
-      box: corners(config.boxFormat, boxes, index * 4),
-      score,
-      cls,
-      ...(classScores === undefined ? {} : { classScores }),
-    });
+    const detection = candidate(config, columns, row * candidates + k);
+    if (detection !== undefined) found.push(detection);
   }
   if (!config.nms) return found.sort((a, b) => b.score - a.score).slice(0, config.maxDetections);
   const keep = nonMaxSuppression(
@@ -278,11 +310,13 @@ function detectionAdapter(config: ResolvedDetection): TaskAdapter {
       { name: 'detections', datatype: 'FP32', shape: [-1, -1, 6] },
       { name: 'num_detections', datatype: 'INT32', shape: [-1] },
     ],
-    fromModel: (raw, rows) =>
-      eachRow(rows, (row) => ({
+    fromModel(raw, rows) {
+      const columns = detectionColumns(config, raw, rows);
+      return eachRow(rows, (row) => ({
         kind: 'detection' as const,
-        detections: detectionsOfRow(config, raw, rows, row),
-      })),
+        detections: detectionsOfRow(config, columns, row),
+      }));
+    },
     fromTask(tensors, rows) {
       const table = take(tensors, 'detections');
       const counts = numbersOf(take(tensors, 'num_detections'));
@@ -360,12 +394,8 @@ function rawAdapter(signature: Signature): TaskAdapter {
   };
 }
 
-/** Detection settings with the model's outputs found and every default applied. */
-function resolveDetection(
-  spec: TaskSpec,
-  signature: Signature,
-  nmsParameter: number | undefined,
-): ResolvedDetection {
+/** The detector's outputs: named in the task, or found by the names exporters use. */
+function detectionOutputs(spec: TaskSpec, signature: Signature) {
   const boxes = spec.boxes ?? firstKnown(signature, known.boxes);
   if (boxes === undefined)
     throw new ConfigError('task.boxes: the model has no output named like boxes; name it');
@@ -375,30 +405,40 @@ function resolveDetection(
       `task.boxes: output ${boxes} has shape ${JSON.stringify(boxSpec.shape)}, not [N, K, 4]`,
     );
   }
-  const scores = spec.scores ?? firstKnown(signature, known.scores);
-  const classes = spec.classes ?? firstKnown(signature, known.classes);
-  const count = spec.count ?? firstKnown(signature, known.count);
-  for (const [field, name] of [
-    ['scores', scores],
-    ['classes', classes],
-    ['count', count],
-  ] as const) {
+  const found = {
+    scores: spec.scores ?? firstKnown(signature, known.scores),
+    classes: spec.classes ?? firstKnown(signature, known.classes),
+    count: spec.count ?? firstKnown(signature, known.count),
+  };
+  for (const [field, name] of Object.entries(found)) {
     if (name !== undefined) output(signature, name, field);
   }
-  if (scores === undefined && classes === undefined) {
+  if (found.scores === undefined && found.classes === undefined) {
     throw new ConfigError(
       'task.scores: a detector needs a scores or a classes output to rank its boxes',
     );
   }
+  // Only the outputs the model has: the resolved settings keep no undefined keys.
+  const present = Object.fromEntries(
+    Object.entries(found).filter(([, name]) => name !== undefined),
+  );
+  return { boxes, ...(present as Pick<TaskSpec, 'scores' | 'classes' | 'count'>) };
+}
+
+/** Detection settings with the model's outputs found and every default applied. */
+function resolveDetection(
+  spec: TaskSpec,
+  signature: Signature,
+  nmsParameter: number | undefined,
+): ResolvedDetection {
+  const outputs = detectionOutputs(spec, signature);
   const nms = spec.nms ?? 'auto';
   return {
-    boxes,
+    ...outputs,
     boxFormat: spec.boxFormat ?? 'xyxy',
-    ...(scores === undefined ? {} : { scores }),
-    ...(classes === undefined ? {} : { classes }),
-    ...(count === undefined ? {} : { count }),
     scoreFloor: spec.scoreFloor ?? 0.05,
-    nms: nms === 'always' || (nms === 'auto' && count === undefined),
+    // A model that reports a count did its own suppression (the TensorFlow/ONNX NMS layouts).
+    nms: nms === 'always' || (nms === 'auto' && outputs.count === undefined),
     nmsThreshold: spec.nmsThreshold ?? nmsParameter ?? 0.5,
     agnosticNms: spec.agnosticNms ?? false,
     maxDetections: spec.maxDetections ?? 100,
