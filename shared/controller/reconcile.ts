@@ -188,6 +188,50 @@ function describeReport(role: Role, status: WorkerStatus): string {
   return `${role} worker reported ${status.state ?? 'Failed'}${code}${detail}`;
 }
 
+/** The restart policy's decision on a report not handled yet, recorded with its event. */
+function applyRestartPolicy(
+  role: Role,
+  previous: WorkerStatus,
+  report: string,
+  desired: Desired & { valid: true },
+  generation: number,
+  now: string,
+  events: Action[],
+): WorkerStatus {
+  const policy = desired.policies[role];
+  const decision = restartDecision(policy, previous.state ?? '', previous.exitCode);
+  const said = `${describeReport(role, previous)}; restartPolicy ${policy}`;
+  if (decision === 'restart') {
+    events.push({
+      kind: 'event',
+      type: 'Warning',
+      reason: 'WorkerRestarted',
+      message: `${said}: restarting it`,
+    });
+    return {
+      ...previous,
+      handledReport: report,
+      outcome: 'Restarted',
+      restarts: (previous.restarts ?? 0) + 1,
+      restartedAt: now,
+    };
+  }
+  if (decision === 'permanent') {
+    events.push({
+      kind: 'event',
+      type: 'Warning',
+      reason: 'WorkerFailed',
+      message: `${said}: not restarting it`,
+    });
+  }
+  return {
+    ...previous,
+    handledReport: report,
+    outcome: decision === 'permanent' ? 'Permanent' : 'None',
+    failedGeneration: generation,
+  };
+}
+
 /**
  * Applies the restart policy to the worker's last report, once per report: the report's time is
  * recorded as handled, so later passes see the decision rather than make it again.
@@ -200,50 +244,15 @@ function judgeWorker(
   now: string,
   events: Action[],
 ): WorkerStatus {
+  if (!desired.valid) return previous;
   let status = previous;
   const report = previous.reportTime;
   const finished = previous.state === 'Failed' || previous.state === 'Completed';
-  if (desired.valid && finished && report !== undefined && report !== previous.handledReport) {
-    const decision = restartDecision(
-      desired.policies[role],
-      previous.state ?? '',
-      previous.exitCode,
-    );
-    const policy = `restartPolicy ${desired.policies[role]}`;
-    if (decision === 'restart') {
-      status = {
-        ...status,
-        handledReport: report,
-        outcome: 'Restarted',
-        restarts: (status.restarts ?? 0) + 1,
-        restartedAt: now,
-      };
-      events.push({
-        kind: 'event',
-        type: 'Warning',
-        reason: 'WorkerRestarted',
-        message: `${describeReport(role, previous)}; ${policy}: restarting it`,
-      });
-    } else {
-      status = {
-        ...status,
-        handledReport: report,
-        outcome: decision === 'permanent' ? 'Permanent' : 'None',
-        failedGeneration: generation,
-      };
-      if (decision === 'permanent') {
-        events.push({
-          kind: 'event',
-          type: 'Warning',
-          reason: 'WorkerFailed',
-          message: `${describeReport(role, previous)}; ${policy}: not restarting it`,
-        });
-      }
-    }
-  }
+  if (finished && report !== undefined && report !== previous.handledReport)
+    status = applyRestartPolicy(role, previous, report, desired, generation, now, events);
   // A spec change may remove the cause of a permanent failure or of an exit: try the new spec once.
   const stillReported = status.handledReport === status.reportTime;
-  if (desired.valid && stopped(status) && stillReported && status.failedGeneration !== generation) {
+  if (stopped(status) && stillReported && status.failedGeneration !== generation) {
     status = {
       ...status,
       outcome: 'Restarted',
@@ -280,6 +289,21 @@ function restartRolledOut(status: WorkerStatus, stored: KubeObject | undefined):
   );
 }
 
+/** The state a worker's status shows, the first that holds. */
+function workerState(
+  view: Pick<WorkerView, 'permanent' | 'restarting' | 'completed' | 'taken' | 'readiness'>,
+  absent: boolean,
+): string {
+  if (view.permanent) return 'Failed';
+  if (view.restarting) return 'Restarting';
+  if (view.completed) return 'Completed';
+  if (view.taken) return 'NameTaken';
+  if (absent) return 'Absent';
+  if (view.readiness.status === 'True') return 'Running';
+  if (view.readiness.status === 'False') return 'NotReady';
+  return 'Pending';
+}
+
 /** `written`: the worker is created or updated in this pass, so it is not rolled out yet. */
 function viewWorker(
   status: WorkerStatus,
@@ -289,103 +313,114 @@ function viewWorker(
 ): WorkerView {
   const noNewReport =
     status.handledReport !== undefined && status.handledReport === status.reportTime;
-  const permanent = status.outcome === 'Permanent' && noNewReport;
-  const restarting = status.outcome === 'Restarted' && noNewReport;
-  const completed = status.outcome === 'None' && noNewReport && status.state === 'Completed';
-  const readiness: Readiness = written
-    ? { status: 'Unknown', reason: 'Deploying', message: 'latest spec not yet rolled out' }
-    : serviceReadiness(stored);
-  let state: string;
-  if (permanent) state = 'Failed';
-  else if (restarting) state = 'Restarting';
-  else if (completed) state = 'Completed';
-  else if (taken) state = 'NameTaken';
-  else if (stored === undefined && !written) state = 'Absent';
-  else if (readiness.status === 'True') state = 'Running';
-  else if (readiness.status === 'False') state = 'NotReady';
-  else state = 'Pending';
-  return { status, permanent, restarting, completed, readiness, state, taken };
-}
-
-function conditionsFor(
-  desired: Desired,
-  views: Record<Role, WorkerView>,
-  serviceName: string,
-): ConditionState[] {
-  const all = roles.map((role) => ({ role, view: views[role] }));
-  const taken = all.filter(({ view }) => view.taken);
-  const failed = all.filter(({ view }) => view.permanent || view.completed);
-  const restarting = all.filter(({ view }) => view.restarting);
-  const notReady = all.filter(({ view }) => view.readiness.status === 'False');
-  const running = all.every(({ view }) => view.readiness.status === 'True');
-  const list = (items: typeof all, text: (role: Role, view: WorkerView) => string) =>
-    items.map(({ role, view }) => text(role, view)).join('; ');
-  const created: ConditionState = !desired.valid
-    ? { type: 'Created', status: 'False', reason: desired.reason, message: desired.message }
-    : taken.length > 0
-      ? {
-          type: 'Created',
-          status: 'False',
-          reason: 'WorkerNameTaken',
-          message: list(
-            taken,
-            (r) =>
-              `Knative Service "${workerName(serviceName, r)}" (the ${r} worker's name) exists and is not this service's worker: delete or rename it`,
-          ),
-        }
-      : {
-          type: 'Created',
-          status: 'True',
-          reason: 'WorkersCreated',
-          message: 'edge and cloud workers exist',
-        };
-  const runningCondition: ConditionState = running
-    ? { type: 'Running', status: 'True', reason: 'WorkersReady', message: 'both workers are ready' }
-    : notReady.length > 0
-      ? {
-          type: 'Running',
-          status: 'False',
-          reason: 'WorkerNotReady',
-          message: list(notReady, (r, v) =>
-            `${r} worker: ${v.readiness.reason} ${v.readiness.message}`.trim(),
-          ),
-        }
-      : {
-          type: 'Running',
+  const flags = {
+    permanent: status.outcome === 'Permanent' && noNewReport,
+    restarting: status.outcome === 'Restarted' && noNewReport,
+    completed: status.outcome === 'None' && noNewReport && status.state === 'Completed',
+    taken,
+    readiness: written
+      ? ({
           status: 'Unknown',
           reason: 'Deploying',
-          message: 'waiting for the workers to become ready',
-        };
-  const failedCondition: ConditionState =
-    failed.length > 0
-      ? {
-          type: 'Failed',
-          status: 'True',
-          reason: failed.some(({ view }) => view.permanent)
-            ? 'PermanentFailure'
-            : 'WorkerCompleted',
-          message: list(
-            failed,
-            (r, v) => `${describeReport(r, v.status)}; not restarted by its restartPolicy`,
-          ),
-        }
-      : { type: 'Failed', status: 'False', reason: 'NoFailure', message: '' };
-  const restartingCondition: ConditionState =
-    restarting.length > 0
-      ? {
-          type: 'Restarting',
-          status: 'True',
-          reason: 'WorkerRestarted',
-          message: list(
-            restarting,
-            (r, v) =>
-              `${r} worker restarted ${v.status.restarts ?? 1} time(s), last at ${v.status.restartedAt ?? ''}`,
-          ),
-        }
-      : { type: 'Restarting', status: 'False', reason: 'NotRestarting', message: '' };
+          message: 'latest spec not yet rolled out',
+        } as const)
+      : serviceReadiness(stored),
+  };
+  return { status, ...flags, state: workerState(flags, stored === undefined && !written) };
+}
+
+/** One role's view, for the conditions that list the roles they are about. */
+type RoleView = { role: Role; view: WorkerView };
+
+const listRoles = (items: readonly RoleView[], text: (role: Role, view: WorkerView) => string) =>
+  items.map(({ role, view }) => text(role, view)).join('; ');
+
+function createdCondition(
+  desired: Desired,
+  taken: readonly RoleView[],
+  serviceName: string,
+): ConditionState {
+  if (!desired.valid)
+    return { type: 'Created', status: 'False', reason: desired.reason, message: desired.message };
+  if (taken.length > 0) {
+    return {
+      type: 'Created',
+      status: 'False',
+      reason: 'WorkerNameTaken',
+      message: listRoles(
+        taken,
+        (r) =>
+          `Knative Service "${workerName(serviceName, r)}" (the ${r} worker's name) exists and is not this service's worker: delete or rename it`,
+      ),
+    };
+  }
+  return {
+    type: 'Created',
+    status: 'True',
+    reason: 'WorkersCreated',
+    message: 'edge and cloud workers exist',
+  };
+}
+
+function runningCondition(running: boolean, notReady: readonly RoleView[]): ConditionState {
+  if (running)
+    return {
+      type: 'Running',
+      status: 'True',
+      reason: 'WorkersReady',
+      message: 'both workers are ready',
+    };
+  if (notReady.length > 0) {
+    return {
+      type: 'Running',
+      status: 'False',
+      reason: 'WorkerNotReady',
+      message: listRoles(notReady, (r, v) =>
+        `${r} worker: ${v.readiness.reason} ${v.readiness.message}`.trim(),
+      ),
+    };
+  }
+  return {
+    type: 'Running',
+    status: 'Unknown',
+    reason: 'Deploying',
+    message: 'waiting for the workers to become ready',
+  };
+}
+
+function failedCondition(failed: readonly RoleView[]): ConditionState {
+  if (failed.length === 0)
+    return { type: 'Failed', status: 'False', reason: 'NoFailure', message: '' };
+  return {
+    type: 'Failed',
+    status: 'True',
+    reason: failed.some(({ view }) => view.permanent) ? 'PermanentFailure' : 'WorkerCompleted',
+    message: listRoles(
+      failed,
+      (r, v) => `${describeReport(r, v.status)}; not restarted by its restartPolicy`,
+    ),
+  };
+}
+
+function restartingCondition(restarting: readonly RoleView[]): ConditionState {
+  if (restarting.length === 0)
+    return { type: 'Restarting', status: 'False', reason: 'NotRestarting', message: '' };
+  return {
+    type: 'Restarting',
+    status: 'True',
+    reason: 'WorkerRestarted',
+    message: listRoles(
+      restarting,
+      (r, v) =>
+        `${r} worker restarted ${v.status.restarts ?? 1} time(s), last at ${v.status.restartedAt ?? ''}`,
+    ),
+  };
+}
+
+function degradedCondition(views: Record<Role, WorkerView>): ConditionState {
   const degraded =
     views.edge.readiness.status === 'True' && views.cloud.readiness.status !== 'True';
-  const degradedCondition: ConditionState = degraded
+  return degraded
     ? {
         type: 'Degraded',
         status: 'True',
@@ -393,31 +428,53 @@ function conditionsFor(
         message: 'the edge answers alone: hard examples get the configured fallback',
       }
     : { type: 'Degraded', status: 'False', reason: 'NotDegraded', message: '' };
-  let ready: ConditionState;
-  if (created.status === 'False') ready = { ...created, type: 'Ready' };
-  else if (failed.length > 0) ready = { ...failedCondition, type: 'Ready', status: 'False' };
-  else if (restarting.length > 0)
-    ready = { ...restartingCondition, type: 'Ready', status: 'False', reason: 'WorkerRestarting' };
-  else if (running)
-    ready = {
+}
+
+/** Ready sums up the others, the first trouble first: not created, failed, restarting, not running. */
+function readyCondition(
+  created: ConditionState,
+  failed: ConditionState,
+  restarting: ConditionState,
+  running: ConditionState,
+): ConditionState {
+  if (created.status === 'False') return { ...created, type: 'Ready' };
+  if (failed.status === 'True') return { ...failed, type: 'Ready', status: 'False' };
+  if (restarting.status === 'True')
+    return { ...restarting, type: 'Ready', status: 'False', reason: 'WorkerRestarting' };
+  if (running.status === 'True')
+    return {
       type: 'Ready',
       status: 'True',
       reason: 'Ready',
       message: 'edge and cloud workers are serving',
     };
-  else
-    ready = {
-      ...runningCondition,
-      type: 'Ready',
-      status: runningCondition.status === 'False' ? 'False' : 'Unknown',
-    };
+  return { ...running, type: 'Ready', status: running.status === 'False' ? 'False' : 'Unknown' };
+}
+
+function conditionsFor(
+  desired: Desired,
+  views: Record<Role, WorkerView>,
+  serviceName: string,
+): ConditionState[] {
+  const all: RoleView[] = roles.map((role) => ({ role, view: views[role] }));
+  const created = createdCondition(
+    desired,
+    all.filter(({ view }) => view.taken),
+    serviceName,
+  );
+  const running = runningCondition(
+    all.every(({ view }) => view.readiness.status === 'True'),
+    all.filter(({ view }) => view.readiness.status === 'False'),
+  );
+  const failed = failedCondition(all.filter(({ view }) => view.permanent || view.completed));
+  const restarting = restartingCondition(all.filter(({ view }) => view.restarting));
   return [
-    ready,
+    readyCondition(created, failed, restarting, running),
     created,
-    runningCondition,
-    restartingCondition,
-    failedCondition,
-    degradedCondition,
+    running,
+    restarting,
+    failed,
+    degradedCondition(views),
   ];
 }
 
@@ -458,6 +515,30 @@ function driftCondition(status: JointInferenceServiceStatus): ConditionState | u
     : { type: 'DataDrift', status: 'False', reason: 'NoDrift', message };
 }
 
+/** The event for one condition's change from `before`, if the change is news. */
+function transitionEvent(
+  before: { status: string } | undefined,
+  state: ConditionState,
+): Action | undefined {
+  const event = (type: 'Normal' | 'Warning', reason: string): Action => ({
+    kind: 'event',
+    type,
+    reason,
+    message: state.message,
+  });
+  const bad =
+    (state.type === 'Ready' && state.status === 'False') ||
+    (state.type === 'Created' && state.status === 'False') ||
+    (state.type === 'Degraded' && state.status === 'True');
+  if (bad) return event('Warning', state.reason);
+  if (state.type === 'Ready' && state.status === 'True') return event('Normal', 'Ready');
+  if (state.type === 'DataDrift' && state.status === 'True') return event('Warning', 'DataDrift');
+  // Only a drift that ends is news: a first report of no drift says nothing happened.
+  if (state.type === 'DataDrift' && state.status === 'False' && before?.status === 'True')
+    return event('Normal', 'NoDrift');
+  return undefined;
+}
+
 /** Events for the conditions that changed status: warnings for trouble, Normal for recovery. */
 function transitionEvents(
   previous: JointInferenceServiceStatus['conditions'],
@@ -467,19 +548,8 @@ function transitionEvents(
   for (const state of next) {
     const before = findCondition(previous, state.type);
     if (before?.status === state.status && before.reason === state.reason) continue;
-    const bad =
-      (state.type === 'Ready' && state.status === 'False') ||
-      (state.type === 'Created' && state.status === 'False') ||
-      (state.type === 'Degraded' && state.status === 'True');
-    if (bad)
-      events.push({ kind: 'event', type: 'Warning', reason: state.reason, message: state.message });
-    else if (state.type === 'Ready' && state.status === 'True')
-      events.push({ kind: 'event', type: 'Normal', reason: 'Ready', message: state.message });
-    else if (state.type === 'DataDrift' && state.status === 'True')
-      events.push({ kind: 'event', type: 'Warning', reason: 'DataDrift', message: state.message });
-    // Only a drift that ends is news: a first report of no drift says nothing happened.
-    else if (state.type === 'DataDrift' && state.status === 'False' && before?.status === 'True')
-      events.push({ kind: 'event', type: 'Normal', reason: 'NoDrift', message: state.message });
+    const event = transitionEvent(before, state);
+    if (event !== undefined) events.push(event);
   }
   return events;
 }
