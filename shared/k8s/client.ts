@@ -99,8 +99,17 @@ function statusMessage(body: unknown): string {
   return 'no message';
 }
 
+/**
+ * A call this adapter cannot make (an event read by name, a secret's status): the caller's bug,
+ * so it passes through classify as it is rather than as a retryable "unreachable".
+ */
+class MisuseError extends Error {
+  override readonly name = 'MisuseError';
+}
+
 /** Maps a client-node failure to the project's errors (see the file comment). */
 function classify(err: unknown): Error {
+  if (err instanceof MisuseError) return err;
   if (err instanceof ApiException) {
     const message = `API server: ${statusMessage(err.body)}`;
     if (err.code === 404) return new NotFoundError(message);
@@ -124,131 +133,180 @@ async function guard<T>(call: () => Promise<T>): Promise<T> {
 
 const mergePatch = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
+/** The typed clients the verbs call: core for nodes, secrets and events, custom for the rest. */
+interface Apis {
+  core: CoreV1Api;
+  custom: CustomObjectsApi;
+}
+
+/** A list response as the verbs read it, whichever client answered. */
+interface RawList {
+  items: unknown[];
+  metadata?: { resourceVersion?: string };
+}
+
+function asObject(value: unknown): KubeObject {
+  return value as KubeObject;
+}
+
+/** The CustomObjectsApi coordinates of a kind, checked before any request is sent. */
+function customParams(ref: { kind: KindName; namespace?: string | undefined }) {
+  const kind = kinds[ref.kind];
+  // Events are written and listed only; nothing reads one back by name.
+  if (ref.kind === 'event') throw new MisuseError('Events support create and list only');
+  if (kind.namespaced && ref.namespace === undefined)
+    throw new MisuseError(`${kind.kind} needs a namespace`);
+  return {
+    group: kind.group,
+    version: kind.version,
+    plural: kind.plural,
+    namespace: ref.namespace ?? '',
+  };
+}
+
+async function getObject({ core, custom }: Apis, ref: ObjectRef): Promise<KubeObject> {
+  if (ref.kind === 'node') return asObject(await core.readNode({ name: ref.name }));
+  if (ref.kind === 'secret')
+    return asObject(
+      await core.readNamespacedSecret({ name: ref.name, namespace: customParams(ref).namespace }),
+    );
+  return asObject(await custom.getNamespacedCustomObject({ ...customParams(ref), name: ref.name }));
+}
+
+/** One list request, to whichever endpoint serves the kind in one namespace or in all. */
+async function requestList(
+  { core, custom }: Apis,
+  kindName: KindName,
+  options: { namespace?: string; labelSelector?: string },
+): Promise<RawList> {
+  const labelSelector = options.labelSelector;
+  const kind = kinds[kindName];
+  if (kindName === 'node') return await core.listNode({ labelSelector });
+  if (kindName === 'secret') {
+    return options.namespace === undefined
+      ? await core.listSecretForAllNamespaces({ labelSelector })
+      : await core.listNamespacedSecret({ namespace: options.namespace, labelSelector });
+  }
+  if (kindName === 'event') {
+    return options.namespace === undefined
+      ? await core.listEventForAllNamespaces({ labelSelector })
+      : await core.listNamespacedEvent({ namespace: options.namespace, labelSelector });
+  }
+  if (options.namespace === undefined) {
+    return (await custom.listClusterCustomObject({
+      group: kind.group,
+      version: kind.version,
+      plural: kind.plural,
+      labelSelector,
+    })) as RawList;
+  }
+  return (await custom.listNamespacedCustomObject({
+    ...customParams({ kind: kindName, namespace: options.namespace }),
+    labelSelector,
+  })) as RawList;
+}
+
+async function listObjects(
+  apis: Apis,
+  kindName: KindName,
+  options: { namespace?: string; labelSelector?: string },
+): Promise<{ items: KubeObject[]; resourceVersion: string }> {
+  const list = await requestList(apis, kindName, options);
+  return { items: list.items.map(asObject), resourceVersion: list.metadata?.resourceVersion ?? '' };
+}
+
+async function createObject(
+  { core, custom }: Apis,
+  kindName: KindName,
+  namespace: string | undefined,
+  body: KubeObject,
+): Promise<KubeObject> {
+  const kind = kinds[kindName];
+  const full = { ...body, apiVersion: apiVersion(kind), kind: kind.kind };
+  if (kindName === 'node')
+    return asObject(await core.createNode({ body: full as unknown as V1Node }));
+  if (kindName === 'secret')
+    return asObject(
+      await core.createNamespacedSecret({
+        namespace: namespace ?? '',
+        body: full as unknown as V1Secret,
+      }),
+    );
+  if (kindName === 'event')
+    return asObject(
+      await core.createNamespacedEvent({
+        namespace: namespace ?? '',
+        body: full as unknown as CoreV1Event,
+      }),
+    );
+  return asObject(
+    await custom.createNamespacedCustomObject({
+      ...customParams({ kind: kindName, namespace }),
+      body: full,
+    }),
+  );
+}
+
+async function patchObject(
+  { core, custom }: Apis,
+  ref: ObjectRef,
+  patch: Record<string, unknown>,
+): Promise<KubeObject> {
+  if (ref.kind === 'node')
+    return asObject(await core.patchNode({ name: ref.name, body: patch }, mergePatch));
+  if (ref.kind === 'secret') {
+    return asObject(
+      await core.patchNamespacedSecret(
+        { name: ref.name, namespace: customParams(ref).namespace, body: patch },
+        mergePatch,
+      ),
+    );
+  }
+  return asObject(
+    await custom.patchNamespacedCustomObject(
+      { ...customParams(ref), name: ref.name, body: patch },
+      mergePatch,
+    ),
+  );
+}
+
+async function patchObjectStatus(
+  { core, custom }: Apis,
+  ref: ObjectRef,
+  patch: Record<string, unknown>,
+): Promise<KubeObject> {
+  if (ref.kind === 'node')
+    return asObject(await core.patchNodeStatus({ name: ref.name, body: patch }, mergePatch));
+  if (ref.kind === 'secret') throw new MisuseError('Secrets have no status');
+  return asObject(
+    await custom.patchNamespacedCustomObjectStatus(
+      { ...customParams(ref), name: ref.name, body: patch },
+      mergePatch,
+    ),
+  );
+}
+
+async function deleteObject({ core, custom }: Apis, ref: ObjectRef): Promise<void> {
+  if (ref.kind === 'node') await core.deleteNode({ name: ref.name });
+  else if (ref.kind === 'secret')
+    await core.deleteNamespacedSecret({ name: ref.name, namespace: customParams(ref).namespace });
+  else await custom.deleteNamespacedCustomObject({ ...customParams(ref), name: ref.name });
+}
+
+/** The adapter: each verb runs inside guard, so what it throws comes back through classify. */
 function createKube(config: KubeConfig): Kube {
   const custom = config.makeApiClient(CustomObjectsApi);
   const core = config.makeApiClient(CoreV1Api);
   const version = config.makeApiClient(VersionApi);
-  const as = (value: unknown) => value as KubeObject;
-  const where = (ref: { kind: KindName; namespace?: string | undefined }) => {
-    const kind = kinds[ref.kind];
-    // Events are written and listed only; nothing reads one back by name.
-    if (ref.kind === 'event') throw new Error('Events support create and list only');
-    if (kind.namespaced && ref.namespace === undefined)
-      throw new Error(`${kind.kind} needs a namespace`);
-    return {
-      group: kind.group,
-      version: kind.version,
-      plural: kind.plural,
-      namespace: ref.namespace ?? '',
-    };
-  };
-
+  const apis: Apis = { core, custom };
   return {
-    get: (ref) =>
-      guard(async () => {
-        if (ref.kind === 'node') return as(await core.readNode({ name: ref.name }));
-        if (ref.kind === 'secret')
-          return as(
-            await core.readNamespacedSecret({ name: ref.name, namespace: where(ref).namespace }),
-          );
-        return as(await custom.getNamespacedCustomObject({ ...where(ref), name: ref.name }));
-      }),
-    list: (kindName, options = {}) =>
-      guard(async () => {
-        const labelSelector = options.labelSelector;
-        const kind = kinds[kindName];
-        let list: { items: unknown[]; metadata?: { resourceVersion?: string } };
-        if (kindName === 'node') list = await core.listNode({ labelSelector });
-        else if (kindName === 'secret') {
-          list =
-            options.namespace === undefined
-              ? await core.listSecretForAllNamespaces({ labelSelector })
-              : await core.listNamespacedSecret({ namespace: options.namespace, labelSelector });
-        } else if (kindName === 'event') {
-          list =
-            options.namespace === undefined
-              ? await core.listEventForAllNamespaces({ labelSelector })
-              : await core.listNamespacedEvent({ namespace: options.namespace, labelSelector });
-        } else if (options.namespace === undefined) {
-          list = (await custom.listClusterCustomObject({
-            group: kind.group,
-            version: kind.version,
-            plural: kind.plural,
-            labelSelector,
-          })) as typeof list;
-        } else {
-          list = (await custom.listNamespacedCustomObject({
-            ...where({ kind: kindName, namespace: options.namespace }),
-            labelSelector,
-          })) as typeof list;
-        }
-        return { items: list.items.map(as), resourceVersion: list.metadata?.resourceVersion ?? '' };
-      }),
+    get: (ref) => guard(() => getObject(apis, ref)),
+    list: (kindName, options = {}) => guard(() => listObjects(apis, kindName, options)),
     create: (kindName, namespace, body) =>
-      guard(async () => {
-        const kind = kinds[kindName];
-        const full = { ...body, apiVersion: apiVersion(kind), kind: kind.kind };
-        if (kindName === 'node')
-          return as(await core.createNode({ body: full as unknown as V1Node }));
-        if (kindName === 'secret')
-          return as(
-            await core.createNamespacedSecret({
-              namespace: namespace ?? '',
-              body: full as unknown as V1Secret,
-            }),
-          );
-        if (kindName === 'event')
-          return as(
-            await core.createNamespacedEvent({
-              namespace: namespace ?? '',
-              body: full as unknown as CoreV1Event,
-            }),
-          );
-        return as(
-          await custom.createNamespacedCustomObject({
-            ...where({ kind: kindName, namespace }),
-            body: full,
-          }),
-        );
-      }),
-    patch: (ref, patch) =>
-      guard(async () => {
-        if (ref.kind === 'node')
-          return as(await core.patchNode({ name: ref.name, body: patch }, mergePatch));
-        if (ref.kind === 'secret') {
-          return as(
-            await core.patchNamespacedSecret(
-              { name: ref.name, namespace: where(ref).namespace, body: patch },
-              mergePatch,
-            ),
-          );
-        }
-        return as(
-          await custom.patchNamespacedCustomObject(
-            { ...where(ref), name: ref.name, body: patch },
-            mergePatch,
-          ),
-        );
-      }),
-    patchStatus: (ref, patch) =>
-      guard(async () => {
-        if (ref.kind === 'node')
-          return as(await core.patchNodeStatus({ name: ref.name, body: patch }, mergePatch));
-        if (ref.kind === 'secret') throw new Error('Secrets have no status');
-        return as(
-          await custom.patchNamespacedCustomObjectStatus(
-            { ...where(ref), name: ref.name, body: patch },
-            mergePatch,
-          ),
-        );
-      }),
-    delete: (ref) =>
-      guard(async () => {
-        if (ref.kind === 'node') await core.deleteNode({ name: ref.name });
-        else if (ref.kind === 'secret')
-          await core.deleteNamespacedSecret({ name: ref.name, namespace: where(ref).namespace });
-        else await custom.deleteNamespacedCustomObject({ ...where(ref), name: ref.name });
-      }),
+      guard(() => createObject(apis, kindName, namespace, body)),
+    patch: (ref, patch) => guard(() => patchObject(apis, ref, patch)),
+    patchStatus: (ref, patch) => guard(() => patchObjectStatus(apis, ref, patch)),
+    delete: (ref) => guard(() => deleteObject(apis, ref)),
     ping: () =>
       guard(async () => {
         await version.getCode();

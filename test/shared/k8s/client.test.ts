@@ -102,6 +102,28 @@ describe('shared/k8s adapter', () => {
     ).rejects.toBeInstanceOf(UnavailableError);
   });
 
+  it("refuses a call it cannot make as the caller's bug, not as an unreachable server", async () => {
+    const refused = [
+      kube.patchStatus({ kind: 'secret', namespace: 'default', name: 'token' }, {}),
+      kube.get({ kind: 'event', namespace: 'default', name: 'e1' }),
+      kube.get({ kind: 'model', name: 'small-model' }),
+    ];
+    const errors = await Promise.all(
+      refused.map((call) =>
+        call.then(
+          () => null,
+          (e: unknown) => e,
+        ),
+      ),
+    );
+    expect(errors.map((e) => (e as Error).message)).toEqual([
+      'Secrets have no status',
+      'Events support create and list only',
+      'Model needs a namespace',
+    ]);
+    for (const err of errors) expect(err).not.toBeInstanceOf(UnavailableError);
+  });
+
   it('finds its configuration the standard way, and says what is missing', () => {
     expect(() => loadKubeConfig({})).toThrow(ConfigError);
     expect(() => loadKubeConfig({})).toThrow(/KUBECONFIG: not set, and not running in a cluster/);
