@@ -263,6 +263,37 @@ function localDriftCheck(settings: DriftSettings | undefined, size = 100) {
   };
 }
 
+/**
+ * The window's verdict: the drift test over its newest scored inputs (a change of verdict is
+ * recorded in the store, so every replica recalibrates alike) and the cut the objective picks,
+ * which stops assuming the loss rises with hardness once the inputs drift (see bandRates).
+ */
+async function judgeWindow(
+  options: QualityWindowOptions,
+  store: Pick<BucketStore, 'flip'>,
+  buckets: readonly Bucket[],
+  drifting: boolean,
+): Promise<QualityState> {
+  const { counts, scored, outliers } = summarize(buckets, options.driftWindow);
+  const drift =
+    options.drift === undefined ? undefined : driftTest(outliers, scored, options.drift, drifting);
+  if (drift !== undefined && drift.drifting !== drifting) {
+    await store.flip(drifting, drift.drifting);
+    options.log.info(
+      { score: Number(drift.score.toFixed(2)), share: Number(drift.share.toFixed(4)) },
+      drift.drifting ? 'input drift detected; recalibrating' : 'input drift cleared; recalibrating',
+    );
+  }
+  return {
+    estimate:
+      options.calibration === undefined
+        ? undefined
+        : chooseCut(counts, options.calibration, drift?.drifting !== true),
+    drift,
+    driftInputs: scored,
+  };
+}
+
 function createQualityWindow(options: QualityWindowOptions): QualityWindow {
   const store =
     options.redis === undefined ? memoryStore(options) : redisStore(options.redis, options);
@@ -277,28 +308,7 @@ function createQualityWindow(options: QualityWindowOptions): QualityWindow {
 
   const decide = async (buckets: readonly Bucket[], drifting: boolean) => {
     if (buckets.length === 0) return;
-    const { counts, scored, outliers } = summarize(buckets, options.driftWindow);
-    const drift =
-      options.drift === undefined
-        ? undefined
-        : driftTest(outliers, scored, options.drift, drifting);
-    if (drift !== undefined && drift.drifting !== drifting) {
-      await store.flip(drifting, drift.drifting);
-      options.log.info(
-        { score: Number(drift.score.toFixed(2)), share: Number(drift.share.toFixed(4)) },
-        drift.drifting
-          ? 'input drift detected; recalibrating'
-          : 'input drift cleared; recalibrating',
-      );
-    }
-    state = {
-      estimate:
-        options.calibration === undefined
-          ? undefined
-          : chooseCut(counts, options.calibration, drift?.drifting !== true),
-      drift,
-      driftInputs: scored,
-    };
+    state = await judgeWindow(options, store, buckets, drifting);
     local.settle();
   };
 
