@@ -18,8 +18,82 @@ import { resultOf } from './joiner.js';
 import type { Joiner } from './joiner.js';
 import { childName } from '../crds/route-strategy.js';
 
+interface JoinerDefinitionDeps {
+  /** The node's name: in the ids of the joined events it replies with. */
+  node: string;
+  joiner: Joiner;
+  maxInputs: number;
+  readiness: readonly ReadinessCheck[];
+  /**
+   * Started after each input, not awaited, so it must not reject (`sweepEvery`): sweeps overdue
+   * joins now and then, since the tick comes once a minute.
+   */
+  afterInput?(): Promise<void>;
+  onLate?(outcome: Extract<AddOutcome, { kind: 'late' }>): void;
+}
+
+/** Reads one of an input's metadata by its name: a request header or an event extension. */
+type ReadMetadata = (name: keyof typeof headers) => unknown;
+
+/**
+ * Adds one input to its join, its metadata read and checked first: what a request and an event
+ * share. `names` are the metadata's names where `read` looks, for the error messages.
+ */
+function inputAdder(
+  deps: Pick<JoinerDefinitionDeps, 'joiner' | 'maxInputs' | 'afterInput' | 'onLate'>,
+) {
+  // Digits only (an empty header is not 0); a structured event may carry it as a JSON number.
+  const pending = z
+    .union([z.string().regex(/^\d{1,9}$/, 'must be a whole number'), z.number().int()])
+    .transform(Number)
+    .pipe(
+      z
+        .number()
+        .min(0)
+        .max(deps.maxInputs - 1, `at most ${deps.maxInputs - 1} (MLGRAPH_MAX_INPUTS - 1)`),
+    );
+  return async (read: ReadMetadata, names: Record<string, string>, payload: unknown) => {
+    const input = {
+      puid: parseMetadata(puid, read('puid'), names['puid']!),
+      source: parseMetadata(childName, read('source'), names['source']!),
+      pending: parseMetadata(pending, read('pendingRequests'), names['pendingRequests']!),
+      payload,
+    };
+    if (input.payload === undefined) {
+      throw new ValidationError("body: a join input needs a JSON body (the branch's answer)");
+    }
+    const outcome = await deps.joiner.add(input);
+    if (outcome.kind === 'late') deps.onLate?.(outcome);
+    // Not awaited: handing out overdue joins (a sink that may be slow) is not this input's work.
+    void deps.afterInput?.();
+    return outcome;
+  };
+}
+
+type AddInput = ReturnType<typeof inputAdder>;
+
+/** An input over HTTP: the completing one is answered with the joined result. */
+function predictRoute(add: AddInput) {
+  return onRequest({
+    method: 'POST',
+    path: '/predict',
+    body: z.unknown(),
+    async handle({ body }, ctx): Promise<Answer> {
+      const outcome = await add((name) => ctx.headers[headers[name]], headers, body);
+      if (outcome.kind === 'complete' || outcome.kind === 'again') {
+        return {
+          kind: 'json',
+          body: resultOf(outcome.joined),
+          headers: { [headers.puid]: outcome.joined.puid },
+        };
+      }
+      return { kind: 'accepted' };
+    },
+  });
+}
+
 /** A join by prediction id: read it, or lower its bound without an input. */
-function joinRoutes(joiner: Joiner, maxInputs: number) {
+function joinRoutes(joiner: Pick<Joiner, 'tighten' | 'get'>, maxInputs: number) {
   return [
     onRequest({
       method: 'POST',
@@ -46,70 +120,38 @@ function joinRoutes(joiner: Joiner, maxInputs: number) {
   ];
 }
 
-function joinerDefinition(deps: {
-  /** The node's name: in the ids of the joined events it replies with. */
-  node: string;
-  joiner: Joiner;
-  maxInputs: number;
-  readiness: readonly ReadinessCheck[];
-  /**
-   * Started after each input, not awaited, so it must not reject (`sweepEvery`): sweeps overdue
-   * joins now and then, since the tick comes once a minute.
-   */
-  afterInput?(): Promise<void>;
-  onLate?(outcome: Extract<AddOutcome, { kind: 'late' }>): void;
-}): FunctionDefinition {
-  const { joiner } = deps;
-  // Digits only (an empty header is not 0); a structured event may carry it as a JSON number.
-  const pending = z
-    .union([z.string().regex(/^\d{1,9}$/, 'must be a whole number'), z.number().int()])
-    .transform(Number)
-    .pipe(
-      z
-        .number()
-        .min(0)
-        .max(deps.maxInputs - 1, `at most ${deps.maxInputs - 1} (MLGRAPH_MAX_INPUTS - 1)`),
-    );
-  const metadata = (
-    read: (name: keyof typeof headers) => unknown,
-    names: Record<string, string>,
-  ) => ({
-    puid: parseMetadata(puid, read('puid'), names['puid']!),
-    source: parseMetadata(childName, read('source'), names['source']!),
-    pending: parseMetadata(pending, read('pendingRequests'), names['pendingRequests']!),
+/** An input as an event: the completing one is answered by a joined event. */
+function partialEvent(deps: { node: string; add: AddInput }) {
+  const { node, add } = deps;
+  return onEvent({
+    type: eventTypes.graphPartial,
+    data: z.unknown(),
+    replies: [eventTypes.graphJoined],
+    async handle({ data, event }): Promise<Answer> {
+      const outcome = await add((name) => event.extensions[extensions[name]], extensions, data);
+      if (outcome.kind !== 'complete' && outcome.kind !== 'again') return { kind: 'accepted' };
+      return {
+        kind: 'reply',
+        event: {
+          type: eventTypes.graphJoined,
+          // Fixed per transaction: the answer to a resent completing input is the same event.
+          id: `${node}:${outcome.joined.puid}:joined`,
+          subject: outcome.joined.puid,
+          data: resultOf(outcome.joined),
+          extensions: { [extensions.puid]: outcome.joined.puid },
+        },
+      };
+    },
   });
-  async function add(input: ReturnType<typeof metadata> & { payload: unknown }) {
-    if (input.payload === undefined) {
-      throw new ValidationError("body: a join input needs a JSON body (the branch's answer)");
-    }
-    const outcome = await joiner.add(input);
-    if (outcome.kind === 'late') deps.onLate?.(outcome);
-    // Not awaited: handing out overdue joins (a sink that may be slow) is not this input's work.
-    void deps.afterInput?.();
-    return outcome;
-  }
+}
+
+function joinerDefinition(deps: JoinerDefinitionDeps): FunctionDefinition {
+  const { joiner } = deps;
+  const add = inputAdder(deps);
   return defineFunction({
     name: 'joiner',
     routes: [
-      onRequest({
-        method: 'POST',
-        path: '/predict',
-        body: z.unknown(),
-        async handle({ body }, ctx): Promise<Answer> {
-          const outcome = await add({
-            ...metadata((name) => ctx.headers[headers[name]], headers),
-            payload: body,
-          });
-          if (outcome.kind === 'complete' || outcome.kind === 'again') {
-            return {
-              kind: 'json',
-              body: resultOf(outcome.joined),
-              headers: { [headers.puid]: outcome.joined.puid },
-            };
-          }
-          return { kind: 'accepted' };
-        },
-      }),
+      predictRoute(add),
       ...joinRoutes(joiner, deps.maxInputs),
       onRequest({
         method: 'POST',
@@ -120,29 +162,7 @@ function joinerDefinition(deps: {
       }),
     ],
     events: [
-      onEvent({
-        type: eventTypes.graphPartial,
-        data: z.unknown(),
-        replies: [eventTypes.graphJoined],
-        async handle({ data, event }): Promise<Answer> {
-          const outcome = await add({
-            ...metadata((name) => event.extensions[extensions[name]], extensions),
-            payload: data,
-          });
-          if (outcome.kind !== 'complete' && outcome.kind !== 'again') return { kind: 'accepted' };
-          return {
-            kind: 'reply',
-            event: {
-              type: eventTypes.graphJoined,
-              // Fixed per transaction: the answer to a resent completing input is the same event.
-              id: `${deps.node}:${outcome.joined.puid}:joined`,
-              subject: outcome.joined.puid,
-              data: resultOf(outcome.joined),
-              extensions: { [extensions.puid]: outcome.joined.puid },
-            },
-          };
-        },
-      }),
+      partialEvent({ node: deps.node, add }),
       onEvent({
         type: eventTypes.pingTick,
         data: z.unknown(),
