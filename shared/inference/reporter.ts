@@ -33,21 +33,14 @@ interface ReporterOptions {
 
 type Output = NonNullable<WorkerMessage['output']>;
 
-function startReporter(options: ReporterOptions) {
-  const send = options.send ?? fetch;
-  const endpoint = new URL(
-    reportPath(options.namespace, options.name),
-    options.url.endsWith('/') ? options.url : `${options.url}/`,
-  );
-  let sequence = 0;
-  let lastSent = '';
-  let quiet = 0;
-  let refusedQuality = '';
-  /**
-   * Checked here with upstream-status's own schema (the CRD's): an estimate out of bounds (a NaN from an empty
-   * window, say) would get the whole report refused, and the counters with it, on every retry.
-   */
-  const quality = (): WorkerQuality | undefined => {
+/**
+ * The quality estimate, checked with upstream-status's own schema (the CRD's): an estimate out of
+ * bounds (a NaN from an empty window, say) would get the whole report refused, and the counters
+ * with it, on every retry. A refusal is logged once per distinct reason.
+ */
+function checkedQuality(options: Pick<ReporterOptions, 'quality' | 'log'>) {
+  let refused = '';
+  return (): WorkerQuality | undefined => {
     const current = options.quality?.();
     if (current === undefined) return undefined;
     const parsed = workerQuality.safeParse(current);
@@ -55,53 +48,74 @@ function startReporter(options: ReporterOptions) {
     const reason = parsed.error.issues
       .map((issue) => `${issue.path.map(String).join('.')}: ${issue.message}`)
       .join('; ');
-    if (reason !== refusedQuality) {
-      refusedQuality = reason;
+    if (reason !== refused) {
+      refused = reason;
       options.log.warn({ reason }, 'quality estimate out of bounds; reported without it');
     }
     return undefined;
   };
-  const snapshot = (): Output => {
-    const { uploaded, inferenceNumber, hardExampleNumber, shadowNumber } = options.counters;
-    const current = quality();
-    return {
-      // shadowNumber only once there is one: a worker that never shadows stays readable by an
-      // upstream-status that predates the field (its schema refuses unknown keys).
-      taskInfo: {
-        uploaded,
-        inferenceNumber,
-        hardExampleNumber,
-        ...(shadowNumber > 0 ? { shadowNumber } : {}),
-      },
-      ...(current === undefined ? {} : { quality: current }),
-    };
+}
+
+function snapshot(counters: WorkerCounters, quality: WorkerQuality | undefined): Output {
+  const { uploaded, inferenceNumber, hardExampleNumber, shadowNumber } = counters;
+  return {
+    // shadowNumber only once there is one: a worker that never shadows stays readable by an
+    // upstream-status that predates the field (its schema refuses unknown keys).
+    taskInfo: {
+      uploaded,
+      inferenceNumber,
+      hardExampleNumber,
+      ...(shadowNumber > 0 ? { shadowNumber } : {}),
+    },
+    ...(quality === undefined ? {} : { quality }),
   };
+}
+
+/** One POST to upstream-status; throws unless it answers 2xx within 5 s. */
+async function post(
+  options: Pick<ReporterOptions, 'node' | 'token'>,
+  send: typeof fetch,
+  endpoint: URL,
+  message: WorkerMessage,
+): Promise<void> {
+  const response = await send(endpoint, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      [nodeHeader]: options.node,
+      authorization: `Bearer ${options.token}`,
+    },
+    body: JSON.stringify(message),
+    signal: AbortSignal.timeout(5000),
+  });
+  if (!response.ok) throw new Error(`upstream-status answered ${response.status}`);
+}
+
+function startReporter(options: ReporterOptions) {
+  const send = options.send ?? fetch;
+  const endpoint = new URL(
+    reportPath(options.namespace, options.name),
+    options.url.endsWith('/') ? options.url : `${options.url}/`,
+  );
+  const quality = checkedQuality(options);
+  let sequence = 0;
+  let lastSent = '';
+  let quiet = 0;
   const flush = async (force: boolean): Promise<void> => {
-    const output = snapshot();
+    const output = snapshot(options.counters, quality());
     // A changed estimate is news as much as a changed count.
     const text = JSON.stringify(output);
     if (!force && text === lastSent && (quiet += 1) < (options.heartbeatEvery ?? 6)) return;
     sequence += 1;
-    const message: WorkerMessage = {
-      id: `${options.reporter}-${sequence}`,
-      reporter: options.reporter,
-      worker: 'edge',
-      phase: 'Inference',
-      status: 'Running',
-      output,
-    };
     try {
-      const response = await send(endpoint, {
-        method: 'POST',
-        headers: {
-          'content-type': 'application/json',
-          [nodeHeader]: options.node,
-          authorization: `Bearer ${options.token}`,
-        },
-        body: JSON.stringify(message),
-        signal: AbortSignal.timeout(5000),
+      await post(options, send, endpoint, {
+        id: `${options.reporter}-${sequence}`,
+        reporter: options.reporter,
+        worker: 'edge',
+        phase: 'Inference',
+        status: 'Running',
+        output,
       });
-      if (!response.ok) throw new Error(`upstream-status answered ${response.status}`);
       lastSent = text;
       quiet = 0;
     } catch (err) {
