@@ -180,12 +180,33 @@ function createRequestQueue(maxBatch: number) {
   };
 }
 
+function rejectAll(batch: readonly Pending[], err: Error): void {
+  for (const pending of batch) pending.reject(err);
+}
+
+/**
+ * A reply's outputs to their requests. Returns false when a joined run's outputs cannot be split
+ * along the batch: the caller runs its requests again, each alone.
+ */
+function deliver(batch: readonly Pending[], message: RunReply): boolean {
+  if ('error' in message) {
+    rejectAll(batch, refused(batch[0]!, message.error));
+    return true;
+  }
+  let parts: Tensors[];
+  try {
+    parts = split(message.outputs, batch);
+  } catch (err) {
+    if (batch.length > 1) return false;
+    rejectAll(batch, new Error(`inference failed: ${(err as Error).message}`));
+    return true;
+  }
+  parts.forEach((outputs, i) => batch[i]!.resolve(outputs));
+  return true;
+}
+
 /** Each worker's session run: the batch it holds, settled when its reply comes. */
-function watchSlot(
-  slot: Slot,
-  settle: (batch: Pending[], reply: RunReply) => void,
-  fail: (batch: readonly Pending[], err: Error) => void,
-): void {
+function watchSlot(slot: Slot, settle: (batch: Pending[], reply: RunReply) => void): void {
   slot.worker.on('message', (message: RunReply) => {
     const batch = slot.batch;
     slot.batch = [];
@@ -193,7 +214,7 @@ function watchSlot(
     settle(batch, message);
   });
   slot.worker.on('error', (err) => {
-    fail(slot.batch, err);
+    rejectAll(slot.batch, err);
     slot.batch = [];
     slot.busy = false;
   });
@@ -217,30 +238,14 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
    */
   let unsplittable = false;
 
-  const fail = (batch: readonly Pending[], err: Error) => {
-    for (const pending of batch) pending.reject(err);
-  };
-
-  /** A reply's outputs to their requests; a joined run that cannot be split runs each alone. */
   const settle = (batch: Pending[], message: RunReply) => {
-    if ('error' in message) fail(batch, refused(batch[0]!, message.error));
-    else {
-      let parts: Tensors[] | undefined;
-      try {
-        parts = split(message.outputs, batch);
-      } catch (err) {
-        if (batch.length === 1)
-          fail(batch, new Error(`inference failed: ${(err as Error).message}`));
-        else {
-          unsplittable = true;
-          queue.requeueAlone(batch, uniqueKey);
-        }
-      }
-      parts?.forEach((outputs, i) => batch[i]!.resolve(outputs));
+    if (!deliver(batch, message)) {
+      unsplittable = true;
+      queue.requeueAlone(batch, uniqueKey);
     }
     dispatch();
   };
-  for (const slot of slots) watchSlot(slot, settle, fail);
+  for (const slot of slots) watchSlot(slot, settle);
 
   function run(slot: Slot, batch: Pending[]): void {
     options.onRun?.(batch.reduce((n, p) => n + p.rows, 0));
@@ -296,7 +301,7 @@ async function createInferencePool(options: PoolOptions): Promise<InferencePool>
       closed = true;
       if (timer !== undefined) clearTimeout(timer);
       // Emptied now: a run finishing during the drain must not dispatch from the queues.
-      fail(queue.drain(), new UnavailableError('inference pool closed'));
+      rejectAll(queue.drain(), new UnavailableError('inference pool closed'));
       // Terminating a thread inside onnxruntime's run aborts the whole process (a native
       // exception escapes): let the runs in progress finish first, for a bounded time.
       const running = slots.filter((slot) => slot.busy).map((slot) => once(slot.worker, 'message'));
