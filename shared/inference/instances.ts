@@ -25,6 +25,27 @@ function nestedShape(value: unknown): number[] {
   return shape;
 }
 
+/** A finite number as `datatype` stores it; `fail` builds the refusal naming what was expected. */
+function numeric(
+  datatype: Datatype,
+  value: number,
+  fail: (expected: string) => ValidationError,
+): number | bigint {
+  // Past FP16's or FP32's range a finite number would be stored as infinity: refused, as the
+  // OIP v2 routes refuse it (protocol.ts).
+  if (datatype === 'FP16') {
+    const bits = toHalf(value);
+    if ((bits & 0x7c00) === 0x7c00) throw fail('a finite number within FP16 range (±65504)');
+    return bits;
+  }
+  if (datatype === 'FP32' && !Number.isFinite(Math.fround(value))) {
+    throw fail('a finite number within FP32 range (±3.4028235e38)');
+  }
+  if (datatype === 'FP32' || datatype === 'FP64') return value;
+  if (!Number.isInteger(value)) throw fail('an integer');
+  return datatype.endsWith('64') ? BigInt(value) : value;
+}
+
 function element(datatype: Datatype, value: unknown, where: string): number | bigint | string {
   const fail = (expected: string) =>
     new ValidationError(
@@ -39,19 +60,7 @@ function element(datatype: Datatype, value: unknown, where: string): number | bi
     return value ? 1 : 0;
   }
   if (typeof value !== 'number' || !Number.isFinite(value)) throw fail('a finite number');
-  // Past FP16's or FP32's range a finite number would be stored as infinity: refused, as the
-  // OIP v2 routes refuse it (protocol.ts).
-  if (datatype === 'FP16') {
-    const bits = toHalf(value);
-    if ((bits & 0x7c00) === 0x7c00) throw fail('a finite number within FP16 range (±65504)');
-    return bits;
-  }
-  if (datatype === 'FP32' && !Number.isFinite(Math.fround(value))) {
-    throw fail('a finite number within FP32 range (±3.4028235e38)');
-  }
-  if (datatype === 'FP32' || datatype === 'FP64') return value;
-  if (!Number.isInteger(value)) throw fail('an integer');
-  return datatype.endsWith('64') ? BigInt(value) : value;
+  return numeric(datatype, value, fail);
 }
 
 /** Writes one sample's nested values into `out` from `offset`, checking the nesting as it goes. */
