@@ -16,6 +16,31 @@ interface Informer {
 
 const keyOf = (o: KubeObject) => `${o.metadata.namespace ?? ''}/${o.metadata.name ?? ''}`;
 
+/** What a list says happened since the cache was last right: appeared, changed or vanished. */
+function listChanges(
+  cache: ReadonlyMap<string, KubeObject>,
+  items: readonly KubeObject[],
+): Array<[WatchEventType, KubeObject]> {
+  const changes: Array<[WatchEventType, KubeObject]> = [];
+  const seen = new Set<string>();
+  for (const object of items) {
+    const key = keyOf(object);
+    seen.add(key);
+    const known = cache.get(key);
+    if (known === undefined) changes.push(['ADDED', object]);
+    else if (known.metadata.resourceVersion !== object.metadata.resourceVersion)
+      changes.push(['MODIFIED', object]);
+  }
+  for (const [key, object] of cache) if (!seen.has(key)) changes.push(['DELETED', object]);
+  return changes;
+}
+
+/** Exponential in the failures in a row, with jitter, up to 30 s. */
+function backoffMs(retryMs: number, failures: number): number {
+  const base = Math.min(30_000, retryMs * 2 ** Math.max(0, failures - 1));
+  return base / 2 + Math.random() * (base / 2);
+}
+
 function inform(
   deps: { kube: Pick<Kube, 'list'>; watch: KubeWatch },
   kind: KindName,
@@ -64,18 +89,7 @@ function inform(
     try {
       const list = await deps.kube.list(kind, options);
       if (stopped) return;
-      const seen = new Set<string>();
-      for (const object of list.items) {
-        const key = keyOf(object);
-        seen.add(key);
-        const known = cache.get(key);
-        if (known === undefined) apply('ADDED', object, reportLists);
-        else if (known.metadata.resourceVersion !== object.metadata.resourceVersion)
-          apply('MODIFIED', object, reportLists);
-      }
-      for (const [key, object] of [...cache]) {
-        if (!seen.has(key)) apply('DELETED', object, reportLists);
-      }
+      for (const [type, object] of listChanges(cache, list.items)) apply(type, object, reportLists);
       markSynced();
       const opened = Date.now();
       let events = 0;
@@ -92,7 +106,7 @@ function inform(
           const failed = err !== undefined || (events === 0 && Date.now() - opened < 1_000);
           if (err !== undefined) settings.onError?.(err);
           failures = failed ? failures + 1 : 0;
-          schedule(failed ? backoff() : 0);
+          schedule(failed ? backoffMs(retryMs, failures) : 0);
         },
       );
       if (stopped) watch.stop();
@@ -100,14 +114,8 @@ function inform(
     } catch (err) {
       settings.onError?.(err);
       failures += 1;
-      schedule(backoff());
+      schedule(backoffMs(retryMs, failures));
     }
-  }
-
-  /** Exponential in the failures in a row, with jitter, up to 30 s. */
-  function backoff(): number {
-    const base = Math.min(30_000, retryMs * 2 ** Math.max(0, failures - 1));
-    return base / 2 + Math.random() * (base / 2);
   }
 
   function schedule(delayMs: number): void {
