@@ -10,6 +10,7 @@ import type { Kube, KubeObject } from '../k8s/index.js';
 import type { Logger } from '../telemetry/index.js';
 import { jointInferenceServiceSpec } from '../crds/index.js';
 import { applyActions } from './apply.js';
+import type { ApplyContext } from './apply.js';
 import { desiredState } from './desired.js';
 import type { WorkerSettings } from './desired.js';
 import { reconcile } from './reconcile.js';
@@ -126,126 +127,187 @@ async function referencedObjects(
   };
 }
 
+/** What one pass reads and writes with. */
+interface PassDeps {
+  kube: Kube;
+  settings: WorkerSettings;
+  heartbeatMs: number;
+  now: () => Date;
+  context: ApplyContext;
+}
+
+/** A pass, plus what re-running it from fresh reads after a conflict takes. */
+interface FreshDeps extends PassDeps {
+  log: Logger;
+  attempts: number;
+}
+
+function emptyReport(services: number): PassReport {
+  return { services, writes: 0, conflicts: 0, failed: 0 };
+}
+
+/**
+ * The workers of `service` the label query missed but a lookup by name finds, and the roles
+ * whose name a Service not of this service holds.
+ */
+async function missingWorkers(
+  kube: Kube,
+  service: ServiceObject,
+  listed: Partial<Record<Role, KubeObject>>,
+): Promise<{ workers: Partial<Record<Role, KubeObject>>; taken: Role[] }> {
+  let workers = listed;
+  const taken: Role[] = [];
+  const namespace = service.metadata.namespace ?? '';
+  for (const role of roles) {
+    if (workers[role] !== undefined) continue;
+    const name = workerName(service.metadata.name, role);
+    const found = await findObject(kube, { kind: 'knativeService', namespace, name });
+    if (found === undefined) continue;
+    // Labelled for this service, it appeared after the list was taken: it is the worker.
+    if (found.metadata.labels?.[labels.service] === service.metadata.name) {
+      workers = { ...workers, [role]: found };
+    } else taken.push(role);
+  }
+  return { workers, taken };
+}
+
+async function pass(
+  deps: PassDeps,
+  service: ServiceObject,
+  listed: Partial<Record<Role, KubeObject>>,
+  models: ReadonlyMap<string, KubeObject>,
+  nodes: ReadonlyMap<string, KubeObject>,
+) {
+  const { kube, now } = deps;
+  const desired = desiredState(service, models, nodes, deps.settings);
+  // A worker missing from the label query may have a name someone else's Knative Service
+  // holds. Looked up by name, only while missing, so the status can say so instead of a
+  // create failing with 409 on every pass.
+  const { workers, taken } = desired.valid
+    ? await missingWorkers(kube, service, listed)
+    : { workers: listed, taken: [] };
+  const actions = reconcile({ service, workers, taken }, desired, now(), {
+    heartbeatMs: deps.heartbeatMs,
+  });
+  return applyActions(kube, service, actions, deps.context);
+}
+
+/** Passes over one service from fresh reads until one meets no conflict (or attempts run out). */
+async function fresh(
+  deps: FreshDeps,
+  namespace: string,
+  name: string,
+  report: PassReport,
+): Promise<void> {
+  const { kube, attempts } = deps;
+  for (let attempt = 1; attempt <= attempts; attempt += 1) {
+    const [service, workers] = await Promise.all([
+      findObject(kube, { kind: 'jointInferenceService', namespace, name }) as Promise<
+        ServiceObject | undefined
+      >,
+      kube.list('knativeService', { namespace, labelSelector: `${labels.service}=${name}` }),
+    ]);
+    if (service === undefined) return;
+    const { models, nodes } = await referencedObjects(kube, service);
+    const result = await pass(
+      deps,
+      service,
+      workersOf(service, byName(workers.items)),
+      models,
+      nodes,
+    );
+    report.writes += result.writes;
+    if (!result.conflict) return;
+    report.conflicts += 1;
+  }
+  deps.log.warn({ namespace, name, attempts }, 'status kept conflicting; left to the next tick');
+}
+
+function usesModel(service: KubeObject, model: string): boolean {
+  const spec = service['spec'] as
+    Partial<Record<'edgeWorker' | 'cloudWorker', { model?: { name?: unknown } }>> | undefined;
+  return spec?.edgeWorker?.model?.name === model || spec?.cloudWorker?.model?.name === model;
+}
+
+async function reconcileUsers(
+  deps: FreshDeps,
+  namespace: string,
+  model: string,
+): Promise<PassReport> {
+  const report = emptyReport(0);
+  const { items } = await deps.kube.list('jointInferenceService', { namespace });
+  const users = items.filter((item) => usesModel(item, model));
+  report.services = users.length;
+  for (const user of users) await fresh(deps, namespace, user.metadata.name, report);
+  return report;
+}
+
+async function tick(deps: FreshDeps, concurrency: number): Promise<PassReport> {
+  const { kube, log } = deps;
+  const [services, workers, models, nodes] = await Promise.all([
+    kube.list('jointInferenceService'),
+    kube.list('knativeService', { labelSelector: `${labels.managedBy}=${managerName}` }),
+    kube.list('model'),
+    kube.list('node'),
+  ]);
+  const workersByNs = groupByNamespace(workers.items);
+  const modelsByNs = groupByNamespace(models.items);
+  const nodeMap = byName(nodes.items);
+  const report = emptyReport(services.items.length);
+  let unavailable: UnavailableError | undefined;
+  await pMap(
+    services.items as ServiceObject[],
+    async (service) => {
+      const ns = service.metadata.namespace ?? '';
+      try {
+        const result = await pass(
+          deps,
+          service,
+          workersOf(service, workersByNs.get(ns)),
+          modelsByNs.get(ns) ?? empty,
+          nodeMap,
+        );
+        report.writes += result.writes;
+        if (result.conflict) {
+          report.conflicts += 1;
+          await fresh(deps, ns, service.metadata.name, report);
+        }
+      } catch (err) {
+        report.failed += 1;
+        if (err instanceof UnavailableError) unavailable ??= err;
+        log.error(
+          { err, namespace: ns, name: service.metadata.name },
+          'reconcile failed; the next tick tries again',
+        );
+      }
+    },
+    { concurrency },
+  );
+  // The tick is redelivered (and every service looked at again) when the API server failed.
+  if (unavailable !== undefined) throw unavailable;
+  return report;
+}
+
 function createReconciler(options: ReconcilerOptions): Reconciler {
   const { kube, log } = options;
   const now = options.now ?? (() => new Date());
-  const attempts = options.attempts ?? 3;
-  const context = { log, now, component: 'reconcile-tick' };
-
-  async function pass(
-    service: ServiceObject,
-    workers: Partial<Record<Role, KubeObject>>,
-    models: ReadonlyMap<string, KubeObject>,
-    nodes: ReadonlyMap<string, KubeObject>,
-  ) {
-    const desired = desiredState(service, models, nodes, options.settings);
-    // A worker missing from the label query may have a name someone else's Knative Service
-    // holds. Looked up by name, only while missing, so the status can say so instead of a
-    // create failing with 409 on every pass.
-    const taken: Role[] = [];
-    const namespace = service.metadata.namespace ?? '';
-    for (const role of desired.valid ? roles : []) {
-      if (workers[role] !== undefined) continue;
-      const name = workerName(service.metadata.name, role);
-      const found = await findObject(kube, { kind: 'knativeService', namespace, name });
-      if (found === undefined) continue;
-      // Labelled for this service, it appeared after the list was taken: it is the worker.
-      if (found.metadata.labels?.[labels.service] === service.metadata.name) {
-        workers = { ...workers, [role]: found };
-      } else taken.push(role);
-    }
-    const actions = reconcile({ service, workers, taken }, desired, now(), {
-      heartbeatMs: options.heartbeatMs,
-    });
-    return applyActions(kube, service, actions, context);
-  }
-
-  async function fresh(namespace: string, name: string, report: PassReport): Promise<void> {
-    for (let attempt = 1; attempt <= attempts; attempt += 1) {
-      const [service, workers] = await Promise.all([
-        findObject(kube, { kind: 'jointInferenceService', namespace, name }) as Promise<
-          ServiceObject | undefined
-        >,
-        kube.list('knativeService', { namespace, labelSelector: `${labels.service}=${name}` }),
-      ]);
-      if (service === undefined) return;
-      const { models, nodes } = await referencedObjects(kube, service);
-      const result = await pass(service, workersOf(service, byName(workers.items)), models, nodes);
-      report.writes += result.writes;
-      if (!result.conflict) return;
-      report.conflicts += 1;
-    }
-    log.warn({ namespace, name, attempts }, 'status kept conflicting; left to the next tick');
-  }
-
+  const deps: FreshDeps = {
+    kube,
+    settings: options.settings,
+    heartbeatMs: options.heartbeatMs,
+    now,
+    context: { log, now, component: 'reconcile-tick' },
+    log,
+    attempts: options.attempts ?? 3,
+  };
   return {
     async reconcileService(namespace, name) {
-      const report: PassReport = { services: 1, writes: 0, conflicts: 0, failed: 0 };
-      await fresh(namespace, name, report);
+      const report = emptyReport(1);
+      await fresh(deps, namespace, name, report);
       return report;
     },
-
-    async reconcileUsers(namespace, model) {
-      const report: PassReport = { services: 0, writes: 0, conflicts: 0, failed: 0 };
-      const { items } = await kube.list('jointInferenceService', { namespace });
-      const users = items.filter((item) => {
-        const spec = item['spec'] as
-          Partial<Record<'edgeWorker' | 'cloudWorker', { model?: { name?: unknown } }>> | undefined;
-        return spec?.edgeWorker?.model?.name === model || spec?.cloudWorker?.model?.name === model;
-      });
-      report.services = users.length;
-      for (const user of users) await fresh(namespace, user.metadata.name, report);
-      return report;
-    },
-
-    async tick() {
-      const [services, workers, models, nodes] = await Promise.all([
-        kube.list('jointInferenceService'),
-        kube.list('knativeService', { labelSelector: `${labels.managedBy}=${managerName}` }),
-        kube.list('model'),
-        kube.list('node'),
-      ]);
-      const workersByNs = groupByNamespace(workers.items);
-      const modelsByNs = groupByNamespace(models.items);
-      const nodeMap = byName(nodes.items);
-      const report: PassReport = {
-        services: services.items.length,
-        writes: 0,
-        conflicts: 0,
-        failed: 0,
-      };
-      let unavailable: UnavailableError | undefined;
-      await pMap(
-        services.items as ServiceObject[],
-        async (service) => {
-          const ns = service.metadata.namespace ?? '';
-          try {
-            const result = await pass(
-              service,
-              workersOf(service, workersByNs.get(ns)),
-              modelsByNs.get(ns) ?? empty,
-              nodeMap,
-            );
-            report.writes += result.writes;
-            if (result.conflict) {
-              report.conflicts += 1;
-              await fresh(ns, service.metadata.name, report);
-            }
-          } catch (err) {
-            report.failed += 1;
-            if (err instanceof UnavailableError) unavailable ??= err;
-            log.error(
-              { err, namespace: ns, name: service.metadata.name },
-              'reconcile failed; the next tick tries again',
-            );
-          }
-        },
-        { concurrency: options.concurrency ?? 16 },
-      );
-      // The tick is redelivered (and every service looked at again) when the API server failed.
-      if (unavailable !== undefined) throw unavailable;
-      return report;
-    },
+    reconcileUsers: (namespace, model) => reconcileUsers(deps, namespace, model),
+    tick: () => tick(deps, options.concurrency ?? 16),
   };
 }
 

@@ -6,6 +6,7 @@
  */
 import { createHash } from 'node:crypto';
 import { ExponentialBackoff, handleType, retry } from 'cockatiel';
+import type { RetryPolicy } from 'cockatiel';
 import {
   ConflictError,
   ForbiddenError,
@@ -109,97 +110,129 @@ function contentId(node: string, message: WorkerMessage): string {
     .digest('hex');
 }
 
+async function getService(
+  kube: Pick<Kube, 'get'>,
+  namespace: string,
+  name: string,
+): Promise<ServiceObject> {
+  try {
+    return await kube.get({ kind: 'jointInferenceService', namespace, name });
+  } catch (err) {
+    if (err instanceof NotFoundError) {
+      throw new NotFoundError(`jointinferenceservice ${namespace}/${name} not found`);
+    }
+    throw err;
+  }
+}
+
+async function nodeList(kube: Pick<Kube, 'get'>, node: string): Promise<KubeObject[]> {
+  try {
+    return [await kube.get({ kind: 'node', name: node })];
+  } catch (err) {
+    if (err instanceof NotFoundError) return [];
+    throw err;
+  }
+}
+
+/** Refuses a report from a node that does not run the reporting worker of `service`. */
+async function checkPlacement(
+  kube: Pick<Kube, 'get'>,
+  service: ServiceObject,
+  input: ReportInput,
+): Promise<void> {
+  const spec = service.spec as
+    | Record<
+        'edgeWorker' | 'cloudWorker',
+        { nodeName?: string; nodeSelector?: Record<string, string> } | undefined
+      >
+    | undefined;
+  const role = input.message.worker;
+  const worker = spec?.[role === 'edge' ? 'edgeWorker' : 'cloudWorker'] ?? {};
+  // A node token vouches only for the node; what the node may report is where the worker
+  // runs. A worker pinned nowhere (an empty nodeSelector pins nothing, as in placementNodes)
+  // runs on no node in particular, so no node can speak for it.
+  const selected = Object.keys(worker.nodeSelector ?? {}).length > 0;
+  if (worker.nodeName === undefined && !selected) {
+    throw new ForbiddenError(
+      `the ${role} worker of ${input.namespace}/${input.name} is not pinned to a node (no nodeName or nodeSelector), so no node may report for it`,
+    );
+  }
+  // A selector is checked against the reporting node's labels.
+  const nodes = worker.nodeName === undefined ? await nodeList(kube, input.node) : [];
+  const allowed = placementNodes(worker, nodes) ?? [];
+  if (!allowed.includes(input.node)) {
+    throw new ForbiddenError(
+      `node ${input.node} does not run the ${role} worker of ${input.namespace}/${input.name}`,
+    );
+  }
+}
+
+interface SyncDeps {
+  kube: Pick<Kube, 'get' | 'patchStatus'>;
+  counters: Pick<ReportCounters, 'totals'>;
+}
+
+/** One conditional status write from the current totals; the status it leaves. */
+async function writeStatus(
+  { kube, counters }: SyncDeps,
+  namespace: string,
+  name: string,
+): Promise<Record<string, unknown>> {
+  const service = await getService(kube, namespace, name);
+  const status = statusFromTotals(await counters.totals(serviceTag(service)));
+  if (covers(service.status, withoutNulls(status))) return status;
+  try {
+    await kube.patchStatus(
+      { kind: 'jointInferenceService', namespace, name },
+      { metadata: { resourceVersion: service.metadata.resourceVersion }, status },
+    );
+  } catch (err) {
+    // The API server refusing a status we computed is our bug, not the reporter's: a 400
+    // would tell it not to retry a report that is recorded but never reaches the status.
+    // A plain Error answers 500 and is logged with the API server's reason.
+    if (err instanceof ValidationError) {
+      throw new Error(`status write of ${namespace}/${name} refused: ${err.message}`, {
+        cause: err,
+      });
+    }
+    throw err;
+  }
+  return status;
+}
+
+/** The status write of `key` (namespace/name), retried on conflict. */
+async function syncStatus(
+  deps: SyncDeps & { conflictRetry: RetryPolicy; attempts: number },
+  key: string,
+): Promise<Record<string, unknown>> {
+  const [namespace = '', name = ''] = key.split('/');
+  try {
+    return await deps.conflictRetry.execute(() => writeStatus(deps, namespace, name));
+  } catch (err) {
+    if (err instanceof ConflictError) {
+      throw new UnavailableError(
+        `status of ${namespace}/${name} kept changing under ${deps.attempts} writes; the report is recorded, retry to sync`,
+      );
+    }
+    throw err;
+  }
+}
+
 function createUpstream(options: UpstreamOptions) {
-  const { kube, counters } = options;
+  const { kube, counters, attempts } = options;
   const now = options.now ?? (() => new Date());
   const conflictRetry = retry(handleType(ConflictError), {
-    maxAttempts: options.attempts - 1,
+    maxAttempts: attempts - 1,
     backoff: new ExponentialBackoff({ initialDelay: 5, maxDelay: 250 }),
   });
-
-  async function getService(namespace: string, name: string): Promise<ServiceObject> {
-    try {
-      return await kube.get({ kind: 'jointInferenceService', namespace, name });
-    } catch (err) {
-      if (err instanceof NotFoundError) {
-        throw new NotFoundError(`jointinferenceservice ${namespace}/${name} not found`);
-      }
-      throw err;
-    }
-  }
-
-  async function nodeList(node: string): Promise<KubeObject[]> {
-    try {
-      return [await kube.get({ kind: 'node', name: node })];
-    } catch (err) {
-      if (err instanceof NotFoundError) return [];
-      throw err;
-    }
-  }
-
-  const sync = coalescing(async (key: string): Promise<Record<string, unknown>> => {
-    const [namespace = '', name = ''] = key.split('/');
-    try {
-      return await conflictRetry.execute(async () => {
-        const service = await getService(namespace, name);
-        const status = statusFromTotals(await counters.totals(serviceTag(service)));
-        if (covers(service.status, withoutNulls(status))) return status;
-        try {
-          await kube.patchStatus(
-            { kind: 'jointInferenceService', namespace, name },
-            { metadata: { resourceVersion: service.metadata.resourceVersion }, status },
-          );
-        } catch (err) {
-          // The API server refusing a status we computed is our bug, not the reporter's: a 400
-          // would tell it not to retry a report that is recorded but never reaches the status.
-          // A plain Error answers 500 and is logged with the API server's reason.
-          if (err instanceof ValidationError) {
-            throw new Error(`status write of ${namespace}/${name} refused: ${err.message}`, {
-              cause: err,
-            });
-          }
-          throw err;
-        }
-        return status;
-      });
-    } catch (err) {
-      if (err instanceof ConflictError) {
-        throw new UnavailableError(
-          `status of ${namespace}/${name} kept changing under ${options.attempts} writes; the report is recorded, retry to sync`,
-        );
-      }
-      throw err;
-    }
-  });
+  const sync = coalescing((key: string) =>
+    syncStatus({ kube, counters, conflictRetry, attempts }, key),
+  );
 
   return {
     async report(input: ReportInput): Promise<ReportResult> {
-      const service = await getService(input.namespace, input.name);
-      const spec = service.spec as
-        | Record<
-            'edgeWorker' | 'cloudWorker',
-            { nodeName?: string; nodeSelector?: Record<string, string> } | undefined
-          >
-        | undefined;
-      const role = input.message.worker;
-      const worker = spec?.[role === 'edge' ? 'edgeWorker' : 'cloudWorker'] ?? {};
-      // A node token vouches only for the node; what the node may report is where the worker
-      // runs. A worker pinned nowhere (an empty nodeSelector pins nothing, as in placementNodes)
-      // runs on no node in particular, so no node can speak for it.
-      const selected = Object.keys(worker.nodeSelector ?? {}).length > 0;
-      if (worker.nodeName === undefined && !selected) {
-        throw new ForbiddenError(
-          `the ${role} worker of ${input.namespace}/${input.name} is not pinned to a node (no nodeName or nodeSelector), so no node may report for it`,
-        );
-      }
-      // A selector is checked against the reporting node's labels.
-      const nodes = worker.nodeName === undefined ? await nodeList(input.node) : [];
-      const allowed = placementNodes(worker, nodes) ?? [];
-      if (!allowed.includes(input.node)) {
-        throw new ForbiddenError(
-          `node ${input.node} does not run the ${role} worker of ${input.namespace}/${input.name}`,
-        );
-      }
+      const service = await getService(kube, input.namespace, input.name);
+      await checkPlacement(kube, service, input);
       const applied = await counters.record(
         serviceTag(service),
         // Bound to the authenticated node, never to a sender-chosen source: a report resent
