@@ -12,7 +12,7 @@ import { eventTypes } from '../../shared/events/index.js';
 import type { DevBroker, Resolver } from './broker.js';
 import type { BrokerEvent } from './codec.js';
 import { postEvent } from './delivery.js';
-import type { PingSourceSpec } from './manifests.js';
+import type { Destination, PingSourceSpec } from './manifests.js';
 
 /** One tick's event and what became of it. */
 interface PingRecord {
@@ -69,65 +69,91 @@ function isBrokerRef(source: PingSourceSpec): boolean {
   );
 }
 
+/** A non-Broker sink's POST: its timeout, and the signal `stop` aborts. */
+interface PostOptions {
+  timeoutMs: number;
+  signal: AbortSignal;
+}
+
+type Outcome = Pick<PingRecord, 'outcome' | 'detail'>;
+
+/** Hands the event to the Broker in-process; no await, so onTick runs before `send` returns. */
+function ingestPing(
+  sink: Destination,
+  event: BrokerEvent,
+  broker: Pick<DevBroker, 'ingest'>,
+): Outcome {
+  const ref = sink.ref!;
+  const outcome = broker.ingest(ref.namespace, ref.name, event);
+  return {
+    outcome,
+    detail:
+      outcome === 'not-found' ? `broker ${ref.namespace}/${ref.name} does not exist` : undefined,
+  };
+}
+
+/** A non-Broker sink's address: its URI, its ref's address, or the URI relative to that. */
+function sinkUrl(sink: Destination, resolve: Resolver | undefined): string | undefined {
+  const { ref, uri } = sink;
+  const base = ref === undefined ? uri : resolve?.(ref);
+  if (base === undefined) return undefined;
+  return uri === undefined || ref === undefined ? base : new URL(uri, base).toString();
+}
+
+/** POSTs the event once; a 2xx is `sent`, anything else `failed`. */
+async function postPing(
+  sink: Destination,
+  event: BrokerEvent,
+  resolve: Resolver | undefined,
+  post: PostOptions,
+): Promise<Outcome> {
+  const url = sinkUrl(sink, resolve);
+  if (url === undefined) return { outcome: 'failed', detail: 'the sink has no address' };
+  const attempt = await postEvent(url, event, {
+    timeoutMs: post.timeoutMs,
+    signal: post.signal,
+    preferReply: false,
+  });
+  const ok = 'status' in attempt && attempt.status >= 200 && attempt.status < 300;
+  return {
+    outcome: ok ? 'sent' : 'failed',
+    detail: ok
+      ? undefined
+      : `POST ${url} ${'status' in attempt ? `answered ${attempt.status}` : attempt.error}`,
+  };
+}
+
+/** Sends one tick of a source and reports it to onTick. */
+async function sendPing(
+  source: PingSourceSpec,
+  time: Date,
+  options: Pick<PingSourcesOptions, 'broker' | 'resolve' | 'onTick'>,
+  post: PostOptions,
+): Promise<PingRecord> {
+  const event = pingEvent(source, time);
+  const outcome = isBrokerRef(source)
+    ? ingestPing(source.sink, event, options.broker)
+    : await postPing(source.sink, event, options.resolve, post);
+  const record: PingRecord = { source: `${source.namespace}/${source.name}`, event, ...outcome };
+  try {
+    options.onTick?.(record);
+  } catch (err) {
+    process.emitWarning(
+      `PingSource: the onTick callback threw: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  }
+  return record;
+}
+
 /** Starts every source's timer. */
 function startPingSources(options: PingSourcesOptions): PingSources {
   const timers = new Set<NodeJS.Timeout>();
   const stopping = new AbortController();
-  const timeoutMs = options.requestTimeoutMs ?? 10_000;
-
-  async function send(source: PingSourceSpec, time: Date): Promise<PingRecord> {
-    const event = pingEvent(source, time);
-    const key = `${source.namespace}/${source.name}`;
-    let record: PingRecord;
-    if (isBrokerRef(source)) {
-      const ref = source.sink.ref!;
-      const outcome = options.broker.ingest(ref.namespace, ref.name, event);
-      record = {
-        source: key,
-        event,
-        outcome,
-        detail:
-          outcome === 'not-found'
-            ? `broker ${ref.namespace}/${ref.name} does not exist`
-            : undefined,
-      };
-    } else {
-      const { ref, uri } = source.sink;
-      const base = ref === undefined ? uri : options.resolve?.(ref);
-      const url =
-        base === undefined
-          ? undefined
-          : uri === undefined || ref === undefined
-            ? base
-            : new URL(uri, base).toString();
-      if (url === undefined) {
-        record = { source: key, event, outcome: 'failed', detail: 'the sink has no address' };
-      } else {
-        const attempt = await postEvent(url, event, {
-          timeoutMs,
-          signal: stopping.signal,
-          preferReply: false,
-        });
-        const ok = 'status' in attempt && attempt.status >= 200 && attempt.status < 300;
-        record = {
-          source: key,
-          event,
-          outcome: ok ? 'sent' : 'failed',
-          detail: ok
-            ? undefined
-            : `POST ${url} ${'status' in attempt ? `answered ${attempt.status}` : attempt.error}`,
-        };
-      }
-    }
-    try {
-      options.onTick?.(record);
-    } catch (err) {
-      process.emitWarning(
-        `PingSource: the onTick callback threw: ${err instanceof Error ? err.message : String(err)}`,
-      );
-    }
-    return record;
-  }
+  const post: PostOptions = {
+    timeoutMs: options.requestTimeoutMs ?? 10_000,
+    signal: stopping.signal,
+  };
+  const send = (source: PingSourceSpec, time: Date) => sendPing(source, time, options, post);
 
   function later(ms: number, run: () => void): void {
     const timer = setTimeout(() => {

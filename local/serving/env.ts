@@ -6,7 +6,7 @@
  * A required source that is missing fails the whole start with the kubelet's message, as
  * CreateContainerConfigError does; an optional one is skipped.
  */
-import type { Container } from './types.js';
+import type { Container, EnvVar } from './types.js';
 
 /** The kubelet's CreateContainerConfigError: the container cannot be started as specified. */
 class ContainerConfigError extends Error {
@@ -45,83 +45,117 @@ function expand(value: string, defined: Readonly<Record<string, string>>): strin
   });
 }
 
+type EnvFromSource = NonNullable<Container['envFrom']>[number];
+type KeyRef = NonNullable<NonNullable<EnvVar['valueFrom']>['secretKeyRef']>;
+
+/** Where one container's values come from; each Secret is read once per container. */
+interface EnvLookup {
+  namespace: string;
+  secret(name: string): Promise<Readonly<Record<string, string>> | undefined>;
+  configMap(name: string): Readonly<Record<string, string>> | undefined;
+  fields: Readonly<Record<string, string>>;
+}
+
+function envLookup(sources: EnvSources): EnvLookup {
+  const secrets = new Map<string, Promise<Readonly<Record<string, string>> | undefined>>();
+  return {
+    namespace: sources.namespace,
+    secret(name) {
+      let found = secrets.get(name);
+      if (found === undefined) {
+        found = sources.readSecret(name);
+        secrets.set(name, found);
+      }
+      return found;
+    },
+    configMap: (name) =>
+      Object.hasOwn(sources.configMaps, name) ? sources.configMaps[name] : undefined,
+    fields: sources.fields,
+  };
+}
+
+/** Adds one envFrom source's keys (prefixed) to env. */
+async function applyEnvFrom(
+  from: EnvFromSource,
+  lookup: EnvLookup,
+  env: Record<string, string>,
+): Promise<void> {
+  const prefix = from.prefix ?? '';
+  let data: Readonly<Record<string, string>> | undefined;
+  if (from.secretRef !== undefined) {
+    data = await lookup.secret(from.secretRef.name);
+    if (data === undefined && from.secretRef.optional !== true)
+      throw new ContainerConfigError(`secret "${from.secretRef.name}" not found`);
+  } else if (from.configMapRef !== undefined) {
+    data = lookup.configMap(from.configMapRef.name);
+    if (data === undefined && from.configMapRef.optional !== true)
+      throw new ContainerConfigError(`configmap "${from.configMapRef.name}" not found`);
+  }
+  for (const [key, value] of Object.entries(data ?? {})) {
+    if (envName.test(prefix + key)) env[prefix + key] = value;
+  }
+}
+
+/** A secretKeyRef's or configMapKeyRef's value; undefined when optional and missing. */
+function keyRefValue(
+  ref: KeyRef,
+  data: Readonly<Record<string, string>> | undefined,
+  kind: 'Secret' | 'ConfigMap',
+  namespace: string,
+): string | undefined {
+  const value = data !== undefined && Object.hasOwn(data, ref.key) ? data[ref.key] : undefined;
+  if (value !== undefined || ref.optional === true) return value;
+  throw new ContainerConfigError(
+    data === undefined
+      ? `${kind.toLowerCase()} "${ref.name}" not found`
+      : `couldn't find key ${ref.key} in ${kind} ${namespace}/${ref.name}`,
+  );
+}
+
+/** A Downward API field's value; only the fields the pod has are served. */
+function fieldValue(name: string, path: string, fields: Readonly<Record<string, string>>): string {
+  if (!Object.hasOwn(fields, path)) {
+    throw new ContainerConfigError(
+      `env ${name}: fieldPath "${path}" is not served locally (served: ${Object.keys(fields).join(', ')})`,
+    );
+  }
+  return fields[path]!;
+}
+
+/** Sets (or, for a missing optional source, leaves) one env entry. */
+async function applyEnvVar(
+  variable: EnvVar,
+  lookup: EnvLookup,
+  env: Record<string, string>,
+): Promise<void> {
+  const from = variable.valueFrom;
+  let value: string | undefined;
+  if (from === undefined) {
+    value = expand(variable.value ?? '', env);
+  } else if (from.secretKeyRef !== undefined) {
+    const ref = from.secretKeyRef;
+    value = keyRefValue(ref, await lookup.secret(ref.name), 'Secret', lookup.namespace);
+  } else if (from.configMapKeyRef !== undefined) {
+    const ref = from.configMapKeyRef;
+    value = keyRefValue(ref, lookup.configMap(ref.name), 'ConfigMap', lookup.namespace);
+  } else if (from.fieldRef !== undefined) {
+    value = fieldValue(variable.name, from.fieldRef.fieldPath, lookup.fields);
+  } else {
+    throw new ContainerConfigError(
+      `env ${variable.name}: only secretKeyRef, configMapKeyRef and fieldRef are served locally`,
+    );
+  }
+  if (value !== undefined) env[variable.name] = value;
+}
+
 async function resolveContainerEnv(
   container: Container,
   sources: EnvSources,
 ): Promise<Record<string, string>> {
-  const secrets = new Map<string, Promise<Readonly<Record<string, string>> | undefined>>();
-  const secret = (name: string) => {
-    let found = secrets.get(name);
-    if (found === undefined) {
-      found = sources.readSecret(name);
-      secrets.set(name, found);
-    }
-    return found;
-  };
-  const configMap = (name: string) =>
-    Object.hasOwn(sources.configMaps, name) ? sources.configMaps[name] : undefined;
-  const { namespace } = sources;
+  const lookup = envLookup(sources);
   const env: Record<string, string> = {};
-
-  for (const from of container.envFrom ?? []) {
-    const prefix = from.prefix ?? '';
-    let data: Readonly<Record<string, string>> | undefined;
-    if (from.secretRef !== undefined) {
-      data = await secret(from.secretRef.name);
-      if (data === undefined && from.secretRef.optional !== true)
-        throw new ContainerConfigError(`secret "${from.secretRef.name}" not found`);
-    } else if (from.configMapRef !== undefined) {
-      data = configMap(from.configMapRef.name);
-      if (data === undefined && from.configMapRef.optional !== true)
-        throw new ContainerConfigError(`configmap "${from.configMapRef.name}" not found`);
-    }
-    for (const [key, value] of Object.entries(data ?? {})) {
-      if (envName.test(prefix + key)) env[prefix + key] = value;
-    }
-  }
-
-  for (const variable of container.env ?? []) {
-    const from = variable.valueFrom;
-    if (from === undefined) {
-      env[variable.name] = expand(variable.value ?? '', env);
-    } else if (from.secretKeyRef !== undefined) {
-      const ref = from.secretKeyRef;
-      const data = await secret(ref.name);
-      const value = data !== undefined && Object.hasOwn(data, ref.key) ? data[ref.key] : undefined;
-      if (value !== undefined) env[variable.name] = value;
-      else if (ref.optional !== true) {
-        throw new ContainerConfigError(
-          data === undefined
-            ? `secret "${ref.name}" not found`
-            : `couldn't find key ${ref.key} in Secret ${namespace}/${ref.name}`,
-        );
-      }
-    } else if (from.configMapKeyRef !== undefined) {
-      const ref = from.configMapKeyRef;
-      const data = configMap(ref.name);
-      const value = data !== undefined && Object.hasOwn(data, ref.key) ? data[ref.key] : undefined;
-      if (value !== undefined) env[variable.name] = value;
-      else if (ref.optional !== true) {
-        throw new ContainerConfigError(
-          data === undefined
-            ? `configmap "${ref.name}" not found`
-            : `couldn't find key ${ref.key} in ConfigMap ${namespace}/${ref.name}`,
-        );
-      }
-    } else if (from.fieldRef !== undefined) {
-      const path = from.fieldRef.fieldPath;
-      if (!Object.hasOwn(sources.fields, path)) {
-        throw new ContainerConfigError(
-          `env ${variable.name}: fieldPath "${path}" is not served locally (served: ${Object.keys(sources.fields).join(', ')})`,
-        );
-      }
-      env[variable.name] = sources.fields[path]!;
-    } else {
-      throw new ContainerConfigError(
-        `env ${variable.name}: only secretKeyRef, configMapKeyRef and fieldRef are served locally`,
-      );
-    }
-  }
+  for (const from of container.envFrom ?? []) await applyEnvFrom(from, lookup, env);
+  for (const variable of container.env ?? []) await applyEnvVar(variable, lookup, env);
   return env;
 }
 
