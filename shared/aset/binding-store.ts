@@ -16,7 +16,7 @@
  * request cannot bind it again.
  */
 import { defineIdempotentScript, hashTag, key, luaScript, runScript } from '../redis/index.js';
-import type { Delivery, LuaScript, RedisClient } from '../redis/index.js';
+import type { Delivery, RedisClient } from '../redis/index.js';
 import { LOAD, RESPONSES_PER_S, STREAMS, featuresPerWorker } from './observation.js';
 import { policyNames } from './types.js';
 import type { PolicyName } from './types.js';
@@ -241,6 +241,153 @@ const TOLERANCE = 1e-9;
 const isPolicy = (value: unknown): value is PolicyName =>
   typeof value === 'string' && (policyNames as readonly string[]).includes(value);
 
+/** What the store's operations share: the client, the topology's keys and its settings. */
+interface StoreDeps {
+  readonly redis: RedisClient;
+  /** KEYS of every script built on the prelude, in its order. */
+  readonly keys: readonly string[];
+  readonly workersKey: string;
+  readonly bindingsKey: string;
+  readonly windowKey: string;
+  /** How long an ended stream's id stays refused. */
+  readonly tombstoneMs: number;
+  /** How many workers the topology has (the window's feature rows). */
+  readonly workers: number;
+}
+
+// Each operation calls runScript itself, with `deps` the one const createBindingStore builds:
+// the slot check (test/support/script-slots.ts) follows a script's keys through one call only.
+
+const parseRecord = (text: unknown): BindingRecord => JSON.parse(String(text)) as BindingRecord;
+
+async function reserveBinding(
+  deps: Pick<StoreDeps, 'redis' | 'keys'>,
+  record: BindingRecord,
+  capacity: number,
+  nowMs: number,
+): Promise<ReserveOutcome> {
+  const args = [
+    record.id,
+    JSON.stringify(record),
+    String(nowMs),
+    String(record.worker),
+    record.delta,
+    record.rate,
+    String(record.cell),
+    Number.isFinite(capacity) ? String(capacity) : 'inf',
+    String(TOLERANCE),
+    String(record.expiresAtMs),
+  ];
+  const reply = (await runScript(deps.redis, reserveScript, [...deps.keys, ...args], (r) => r)) as [
+    string,
+    string?,
+  ];
+  if (reply[0] === 'bound') return { kind: 'bound' };
+  if (reply[0] === 'exists') return { kind: 'exists', record: parseRecord(reply[1]) };
+  if (reply[0] === 'ended') return { kind: 'ended' };
+  return { kind: 'full', load: Number(reply[1]) };
+}
+
+async function findBinding(
+  deps: Pick<StoreDeps, 'redis' | 'bindingsKey'>,
+  id: string,
+): Promise<BindingRecord | undefined> {
+  const text = await deps.redis.hget(deps.bindingsKey, id);
+  return text === null ? undefined : parseRecord(text);
+}
+
+async function releaseBinding(
+  deps: Pick<StoreDeps, 'redis' | 'keys' | 'tombstoneMs'>,
+  id: string,
+  nowMs: number,
+): Promise<BindingRecord | undefined> {
+  const args = [id, String(nowMs), String(nowMs + deps.tombstoneMs)];
+  const text = await runScript(deps.redis, releaseScript, [...deps.keys, ...args], (r) => r);
+  return text === null ? undefined : parseRecord(text);
+}
+
+async function sweepExpired(
+  deps: Pick<StoreDeps, 'redis' | 'keys' | 'tombstoneMs'>,
+  nowMs: number,
+  limit: number,
+): Promise<number> {
+  const args = [String(nowMs), String(limit), String(nowMs + deps.tombstoneMs)];
+  return Number(await runScript(deps.redis, sweepScript, [...deps.keys, ...args], (r) => r));
+}
+
+async function readLoads(
+  deps: Pick<StoreDeps, 'redis' | 'workersKey'>,
+  workers: readonly number[],
+): Promise<Float64Array> {
+  const out = new Float64Array(workers.length);
+  if (workers.length === 0) return out;
+  const values = await deps.redis.hmget(deps.workersKey, ...workers.map((w) => `${w}:v${LOAD}`));
+  values.forEach((v, i) => (out[i] = v === null ? 0 : Number(v)));
+  return out;
+}
+
+async function rollWindow(
+  deps: Pick<StoreDeps, 'redis' | 'keys' | 'workers'>,
+  nowMs: number,
+  windowMs: number,
+): Promise<WindowOutcome> {
+  const args = [String(nowMs), String(windowMs), String(deps.workers)];
+  const reply = (await runScript(
+    deps.redis,
+    windowScript,
+    [...deps.keys, ...args],
+    (r) => r,
+  )) as Array<string | null>;
+  const policyOf = (value: string | null | undefined) => (isPolicy(value) ? value : undefined);
+  if (reply[0] === 'started') return { kind: 'started', startMs: Number(reply[1]) };
+  if (reply[0] === 'current') {
+    return { kind: 'current', startMs: Number(reply[1]), policy: policyOf(reply[2]) };
+  }
+  return {
+    kind: 'rolled',
+    startMs: Number(reply[1]),
+    endMs: Number(reply[2]),
+    policy: policyOf(reply[3]),
+    features: Float32Array.from(reply.slice(4), Number),
+  };
+}
+
+async function storePolicy(
+  deps: Pick<StoreDeps, 'redis' | 'windowKey'>,
+  startMs: number,
+  policy: PolicyName,
+): Promise<boolean> {
+  const keysAndArgs = [deps.windowKey, String(startMs), policy];
+  return Number(await runScript(deps.redis, setPolicyScript, keysAndArgs, (r) => r)) === 1;
+}
+
+async function readSnapshot(
+  deps: Pick<StoreDeps, 'redis' | 'workersKey' | 'bindingsKey' | 'windowKey' | 'workers'>,
+): ReturnType<BindingStore['snapshot']> {
+  const { redis, workers } = deps;
+  const fields: string[] = [];
+  for (let w = 0; w < workers; w += 1) fields.push(`${w}:v${STREAMS}`, `${w}:v${LOAD}`);
+  const [values, bindings, window] = await Promise.all([
+    fields.length === 0 ? Promise.resolve([]) : redis.hmget(deps.workersKey, ...fields),
+    redis.hlen(deps.bindingsKey),
+    redis.hmget(deps.windowKey, 'start', 'policy'),
+  ]);
+  const streams = new Float64Array(workers);
+  const load = new Float64Array(workers);
+  for (let w = 0; w < workers; w += 1) {
+    streams[w] = Number(values[2 * w] ?? 0);
+    load[w] = Number(values[2 * w + 1] ?? 0);
+  }
+  const [start, policy] = window;
+  return {
+    streams,
+    load,
+    bindings,
+    windowStartMs: start === null || start === undefined ? undefined : Number(start),
+    policy: isPolicy(policy) ? policy : undefined,
+  };
+}
+
 /**
  * The store for one topology's scheduler. `tombstoneMs`: how long an ended stream's id stays
  * refused; `workers`: how many workers the topology has (the window's feature rows).
@@ -264,106 +411,23 @@ function createBindingStore(
     lua: responsesLua,
     ttlSeconds: options.dedupeSeconds,
   });
-  const parse = (text: unknown): BindingRecord => JSON.parse(String(text)) as BindingRecord;
-  const run = (script: LuaScript, scriptKeys: readonly string[], args: readonly string[]) =>
-    runScript(redis, script, [...scriptKeys, ...args], (reply) => reply);
+  const { tombstoneMs, workers } = options;
+  const deps: StoreDeps = { redis, keys, workersKey, bindingsKey, windowKey, tombstoneMs, workers };
   return {
-    async reserve(record, capacity, nowMs) {
-      const reply = (await run(reserveScript, keys, [
-        record.id,
-        JSON.stringify(record),
-        String(nowMs),
-        String(record.worker),
-        record.delta,
-        record.rate,
-        String(record.cell),
-        Number.isFinite(capacity) ? String(capacity) : 'inf',
-        String(TOLERANCE),
-        String(record.expiresAtMs),
-      ])) as [string, string?];
-      if (reply[0] === 'bound') return { kind: 'bound' };
-      if (reply[0] === 'exists') return { kind: 'exists', record: parse(reply[1]) };
-      if (reply[0] === 'ended') return { kind: 'ended' };
-      return { kind: 'full', load: Number(reply[1]) };
-    },
-    async find(id) {
-      const text = await redis.hget(bindingsKey, id);
-      return text === null ? undefined : parse(text);
-    },
-    async release(id, nowMs) {
-      const text = await run(releaseScript, keys, [
-        id,
-        String(nowMs),
-        String(nowMs + options.tombstoneMs),
-      ]);
-      return text === null ? undefined : parse(text);
-    },
-    async sweep(nowMs, limit) {
-      return Number(
-        await run(sweepScript, keys, [
-          String(nowMs),
-          String(limit),
-          String(nowMs + options.tombstoneMs),
-        ]),
-      );
-    },
-    async loads(workers) {
-      const out = new Float64Array(workers.length);
-      if (workers.length === 0) return out;
-      const values = await redis.hmget(workersKey, ...workers.map((w) => `${w}:v${LOAD}`));
-      values.forEach((v, i) => (out[i] = v === null ? 0 : Number(v)));
-      return out;
-    },
-    async window(nowMs, windowMs) {
-      const reply = (await run(windowScript, keys, [
-        String(nowMs),
-        String(windowMs),
-        String(options.workers),
-      ])) as Array<string | null>;
-      const policyOf = (value: string | null | undefined) => (isPolicy(value) ? value : undefined);
-      if (reply[0] === 'started') return { kind: 'started', startMs: Number(reply[1]) };
-      if (reply[0] === 'current') {
-        return { kind: 'current', startMs: Number(reply[1]), policy: policyOf(reply[2]) };
-      }
-      return {
-        kind: 'rolled',
-        startMs: Number(reply[1]),
-        endMs: Number(reply[2]),
-        policy: policyOf(reply[3]),
-        features: Float32Array.from(reply.slice(4), Number),
-      };
-    },
-    async setPolicy(startMs, policy) {
-      return Number(await run(setPolicyScript, [windowKey], [String(startMs), policy])) === 1;
-    },
+    reserve: (record, capacity, nowMs) => reserveBinding(deps, record, capacity, nowMs),
+    find: (id) => findBinding(deps, id),
+    release: (id, nowMs) => releaseBinding(deps, id, nowMs),
+    sweep: (nowMs, limit) => sweepExpired(deps, nowMs, limit),
+    loads: (ids) => readLoads(deps, ids),
+    window: (nowMs, windowMs) => rollWindow(deps, nowMs, windowMs),
+    setPolicy: (startMs, policy) => storePolicy(deps, startMs, policy),
+    // Here, not beside the others: the slot check follows `responses` only where it is called.
     async addResponses(delivery, counts) {
       const args = counts.flatMap(({ worker, responses: n }) => [String(worker), String(n)]);
       const outcome = await responses({ ...delivery, tag }, [windowKey], args);
       return outcome.applied;
     },
-    async snapshot() {
-      const fields: string[] = [];
-      for (let w = 0; w < options.workers; w += 1) fields.push(`${w}:v${STREAMS}`, `${w}:v${LOAD}`);
-      const [values, bindings, window] = await Promise.all([
-        fields.length === 0 ? Promise.resolve([]) : redis.hmget(workersKey, ...fields),
-        redis.hlen(bindingsKey),
-        redis.hmget(windowKey, 'start', 'policy'),
-      ]);
-      const streams = new Float64Array(options.workers);
-      const load = new Float64Array(options.workers);
-      for (let w = 0; w < options.workers; w += 1) {
-        streams[w] = Number(values[2 * w] ?? 0);
-        load[w] = Number(values[2 * w + 1] ?? 0);
-      }
-      const [start, policy] = window;
-      return {
-        streams,
-        load,
-        bindings,
-        windowStartMs: start === null || start === undefined ? undefined : Number(start),
-        policy: isPolicy(policy) ? policy : undefined,
-      };
-    },
+    snapshot: () => readSnapshot(deps),
   };
 }
 

@@ -12,7 +12,7 @@
  * It reads the sources as syntax trees (no type checker, so fixtures can be bare strings) and
  * resolves what a reasonable reader would: consts, destructuring, parameters at a followed call,
  * what a local or imported function returns, object and array literals, spreads, templates and
- * `[...].join(sep)`. A script wrapped in a helper (binding-store's `run`, the function that
+ * `[...].join(sep)`. A script wrapped in a helper (such as the function that
  * defineIdempotentScript returns) is checked at each call of the helper, with that call's
  * arguments. Whatever it cannot follow is reported as a problem, never skipped.
  */
