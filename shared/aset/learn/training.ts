@@ -181,6 +181,177 @@ function scoreGreedy(
   );
 }
 
+function checkValidation(validation: ValidationOptions | undefined, trainingSeeds: number): void {
+  if (validation === undefined) return;
+  if (validation.seeds.length === 0) throw new RangeError('validation needs at least one seed');
+  if (validation.seeds.some((s) => s >= 1 && s <= trainingSeeds)) {
+    throw new RangeError(`validation seeds must not be training seeds 1..${trainingSeeds}`);
+  }
+  if (!Number.isInteger(validation.everyEpisodes) || validation.everyEpisodes < 1) {
+    throw new RangeError('validation.everyEpisodes must be an integer >= 1');
+  }
+}
+
+/** What every episode is played with: the settings resolved once, the agent and the draws. */
+interface EpisodeContext {
+  options: TrainingOptions;
+  agent: DqnAgent;
+  draw: () => number;
+  windowMs: number;
+  horizon: number;
+  warmupWindows: number;
+  phi: number;
+  psi: number;
+  theta: number;
+  /** The state buffers, swapped as each window's next state becomes the current one. */
+  buffers: { state: Float32Array; next: Float32Array };
+}
+
+/** A new simulation on a drawn training seed, warmed up under random policies. */
+function startEpisode(context: EpisodeContext) {
+  const { options, draw, windowMs } = context;
+  const { topology, apps, durationScale } = options.scenario;
+  const simulationSeed = 1 + Math.floor(draw() * options.trainingSeeds);
+  const simulation = createSimulation({
+    topology,
+    apps,
+    durationScale,
+    lambda:
+      options.load === 'random'
+        ? randomLambdaSchedule(simulationSeed)
+        : constantLambda(options.lambda ?? 60),
+    seed: simulationSeed,
+  });
+  let at = 0;
+  let previous: SimulationWindow | undefined;
+  for (let w = 0; w < context.warmupWindows; w += 1) {
+    simulation.setPolicy(policyNames[Math.floor(draw() * policyNames.length)]!);
+    at += windowMs;
+    simulation.runUntil(at);
+    previous = simulation.takeWindow();
+  }
+  return { simulationSeed, simulation, at, previous };
+}
+
+/** One episode of Algorithm 1: act, observe, remember, until the horizon or a cut at theta. */
+function playEpisode(context: EpisodeContext): EpisodeResult {
+  const { options, agent, buffers, windowMs, horizon } = context;
+  const { topology } = options.scenario;
+  const start = startEpisode(context);
+  const { simulation } = start;
+  let { at } = start;
+  encodeState(topology, start.previous, buffers.state);
+  let played = 0;
+  let succeeded = 0;
+  let offered = 0;
+  let total = 0;
+  let cut = false;
+  for (let t = 0; t < horizon; t += 1) {
+    const action = agent.act(buffers.state);
+    simulation.setPolicy(policyNames[action]!);
+    at += windowMs;
+    simulation.runUntil(at);
+    const window = simulation.takeWindow();
+    encodeState(topology, window, buffers.next);
+    played += 1;
+    succeeded += window.success;
+    offered += window.success + window.qosFailure + window.rejected;
+    cut = ratios(window).success <= context.theta;
+    const r = reward(window, context.phi, context.psi) - (cut ? horizon - 1 - t : 0);
+    total += r;
+    agent.remember(buffers.state, action, r, buffers.next, cut);
+    [buffers.state, buffers.next] = [buffers.next, buffers.state];
+    if (cut) break;
+  }
+  const report = agent.finishEpisode();
+  return {
+    ...report,
+    simulationSeed: start.simulationSeed,
+    windows: played,
+    cut,
+    success: offered === 0 ? 1 : succeeded / offered,
+    return: total,
+  };
+}
+
+/** The validation runs' settings for one spec. */
+const validationRun = (options: TrainingOptions, windowMs: number, spec: ValidationOptions) => ({
+  lambda: options.lambda ?? 60,
+  windowMs,
+  durationMs: spec.durationMs ?? 10 * 60_000,
+  warmupMs: spec.warmupMs ?? 2 * 60_000,
+});
+
+/** Scores checkpoints on the validation runs and keeps the best network. */
+function createValidator(options: TrainingOptions, agent: DqnAgent, windowMs: number) {
+  const validations: ValidationResult[] = [];
+  let best: { network: Network; result: ValidationResult } | undefined;
+  return {
+    validations,
+    best: () => best,
+    validate(spec: ValidationOptions, episodes: number) {
+      const run = validationRun(options, windowMs, spec);
+      const success = scoreGreedy(agent.network, options.scenario, spec.seeds, run);
+      const result = { episodes, success };
+      validations.push(result);
+      options.onValidation?.(result);
+      // Strictly better: on a tie the earlier network stays.
+      if (best === undefined || success > best.result.success) {
+        best = { network: agent.network.clone(), result };
+      }
+    },
+  };
+}
+
+/** The candidate to deploy: the best checkpoint, unless a static policy scored strictly better. */
+function chooseDeployed(
+  best: ValidationResult | undefined,
+  statics: ReadonlyArray<{ policy: PolicyName; success: number }>,
+): Deployed | undefined {
+  let deployed: Deployed | undefined =
+    best === undefined ? undefined : { kind: 'network', ...best };
+  for (const { policy, success } of statics) {
+    // Strictly better, as between checkpoints: a tie keeps the network.
+    if (deployed === undefined || success > deployed.success) {
+      deployed = { kind: 'static', policy, success };
+    }
+  }
+  return deployed;
+}
+
+function episodeContext(
+  options: TrainingOptions,
+  agent: DqnAgent,
+  windowMs: number,
+  size: number,
+): EpisodeContext {
+  return {
+    options,
+    agent,
+    draw: seededRandom(options.seed ^ 0x5eed),
+    windowMs,
+    horizon: Math.round((options.horizonMs ?? 8 * 60_000) / windowMs),
+    warmupWindows: Math.round((options.warmupMs ?? 120_000) / windowMs),
+    phi: options.phi ?? 1,
+    psi: options.psi ?? 0,
+    theta: options.theta ?? 0.1,
+    buffers: { state: new Float32Array(size), next: new Float32Array(size) },
+  };
+}
+
+/** Each static policy on the validation runs, in `policyNames` order. */
+function scoreStatics(options: TrainingOptions, windowMs: number, validation: ValidationOptions) {
+  return policyNames.map((policy) => ({
+    policy,
+    success: scoreRuns(
+      () => policy,
+      options.scenario,
+      validation.seeds,
+      validationRun(options, windowMs, validation),
+    ),
+  }));
+}
+
 function trainAset(options: TrainingOptions): {
   agent: DqnAgent;
   episodes: EpisodeResult[];
@@ -194,14 +365,8 @@ function trainAset(options: TrainingOptions): {
   /** The candidate that scored best on validation; none without validation. */
   deployed: Deployed | undefined;
 } {
-  const { topology, apps, durationScale } = options.scenario;
   const windowMs = options.windowMs ?? 25_000;
-  const horizon = Math.round((options.horizonMs ?? 8 * 60_000) / windowMs);
-  const warmupWindows = Math.round((options.warmupMs ?? 120_000) / windowMs);
-  const phi = options.phi ?? 1;
-  const psi = options.psi ?? 0;
-  const theta = options.theta ?? 0.1;
-  const size = stateSize(topology);
+  const size = stateSize(options.scenario.topology);
   const agent = new DqnAgent({
     gamma: 0.9,
     ...options.dqn,
@@ -209,92 +374,13 @@ function trainAset(options: TrainingOptions): {
     actions: policyNames.length,
     seed: options.seed,
   });
-  const draw = seededRandom(options.seed ^ 0x5eed);
+  const context = episodeContext(options, agent, windowMs, size);
+  const { validation } = options;
+  checkValidation(validation, options.trainingSeeds);
+  const validator = createValidator(options, agent, windowMs);
   const results: EpisodeResult[] = [];
-  let state = new Float32Array(size);
-  let next = new Float32Array(size);
-  const validation = options.validation;
-  if (validation !== undefined) {
-    if (validation.seeds.length === 0) throw new RangeError('validation needs at least one seed');
-    if (validation.seeds.some((s) => s >= 1 && s <= options.trainingSeeds)) {
-      throw new RangeError(
-        `validation seeds must not be training seeds 1..${options.trainingSeeds}`,
-      );
-    }
-    if (!Number.isInteger(validation.everyEpisodes) || validation.everyEpisodes < 1) {
-      throw new RangeError('validation.everyEpisodes must be an integer >= 1');
-    }
-  }
-  const validations: ValidationResult[] = [];
-  let best: { network: Network; result: ValidationResult } | undefined;
-  const validationRun = (spec: ValidationOptions) => ({
-    lambda: options.lambda ?? 60,
-    windowMs,
-    durationMs: spec.durationMs ?? 10 * 60_000,
-    warmupMs: spec.warmupMs ?? 2 * 60_000,
-  });
-  const validate = (spec: ValidationOptions, episodes: number) => {
-    const success = scoreGreedy(agent.network, options.scenario, spec.seeds, validationRun(spec));
-    const result = { episodes, success };
-    validations.push(result);
-    options.onValidation?.(result);
-    // Strictly better: on a tie the earlier network stays.
-    if (best === undefined || success > best.result.success) {
-      best = { network: agent.network.clone(), result };
-    }
-  };
   for (let k = 0; k < options.episodes; k += 1) {
-    const simulationSeed = 1 + Math.floor(draw() * options.trainingSeeds);
-    const simulation = createSimulation({
-      topology,
-      apps,
-      durationScale,
-      lambda:
-        options.load === 'random'
-          ? randomLambdaSchedule(simulationSeed)
-          : constantLambda(options.lambda ?? 60),
-      seed: simulationSeed,
-    });
-    let at = 0;
-    let previous: SimulationWindow | undefined;
-    for (let w = 0; w < warmupWindows; w += 1) {
-      simulation.setPolicy(policyNames[Math.floor(draw() * policyNames.length)]!);
-      at += windowMs;
-      simulation.runUntil(at);
-      previous = simulation.takeWindow();
-    }
-    encodeState(topology, previous, state);
-    let played = 0;
-    let succeeded = 0;
-    let offered = 0;
-    let total = 0;
-    let cut = false;
-    for (let t = 0; t < horizon; t += 1) {
-      const action = agent.act(state);
-      simulation.setPolicy(policyNames[action]!);
-      at += windowMs;
-      simulation.runUntil(at);
-      const window = simulation.takeWindow();
-      encodeState(topology, window, next);
-      played += 1;
-      succeeded += window.success;
-      offered += window.success + window.qosFailure + window.rejected;
-      cut = ratios(window).success <= theta;
-      const r = reward(window, phi, psi) - (cut ? horizon - 1 - t : 0);
-      total += r;
-      agent.remember(state, action, r, next, cut);
-      [state, next] = [next, state];
-      if (cut) break;
-    }
-    const report = agent.finishEpisode();
-    const result: EpisodeResult = {
-      ...report,
-      simulationSeed,
-      windows: played,
-      cut,
-      success: offered === 0 ? 1 : succeeded / offered,
-      return: total,
-    };
+    const result = playEpisode(context);
     results.push(result);
     options.onEpisode?.(result);
     const trained = k + 1;
@@ -302,37 +388,20 @@ function trainAset(options: TrainingOptions): {
       validation !== undefined &&
       (trained % validation.everyEpisodes === 0 || trained === options.episodes)
     ) {
-      validate(validation, trained);
+      validator.validate(validation, trained);
     }
   }
   const staticValidations =
-    validation === undefined
-      ? []
-      : policyNames.map((policy) => ({
-          policy,
-          success: scoreRuns(
-            () => policy,
-            options.scenario,
-            validation.seeds,
-            validationRun(validation),
-          ),
-        }));
-  let deployed: Deployed | undefined =
-    best === undefined ? undefined : { kind: 'network', ...best.result };
-  for (const { policy, success } of staticValidations) {
-    // Strictly better, as between checkpoints: a tie keeps the network.
-    if (deployed === undefined || success > deployed.success) {
-      deployed = { kind: 'static', policy, success };
-    }
-  }
+    validation === undefined ? [] : scoreStatics(options, windowMs, validation);
+  const best = validator.best();
   return {
     agent,
     episodes: results,
     network: best?.network ?? agent.network,
-    validations,
+    validations: validator.validations,
     selected: best?.result,
     staticValidations,
-    deployed,
+    deployed: chooseDeployed(best?.result, staticValidations),
   };
 }
 
