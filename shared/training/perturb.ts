@@ -284,6 +284,76 @@ function dilate(
   }
 }
 
+/** Blacks out one square of side `strength` x the shorter side, at a uniform position. */
+function occlude(
+  src: Float32Array,
+  dst: Float32Array,
+  height: number,
+  width: number,
+  strength: number,
+  uniform: () => number,
+): void {
+  dst.set(src);
+  const side = Math.min(height, width, Math.round(strength * Math.min(height, width)));
+  const top = Math.floor(uniform() * (height - side + 1));
+  const left = Math.floor(uniform() * (width - side + 1));
+  for (let y = top; y < top + side; y += 1) dst.fill(0, y * width + left, y * width + left + side);
+}
+
+/** Pulls every pixel towards the image's mean by `strength` (1: flat grey). */
+function reduceContrast(src: Float32Array, dst: Float32Array, strength: number): void {
+  const size = src.length;
+  let mean = 0;
+  for (let k = 0; k < size; k += 1) mean += src[k]!;
+  mean /= size || 1;
+  const keep = 1 - strength;
+  for (let k = 0; k < size; k += 1) dst[k] = mean + keep * (src[k]! - mean);
+}
+
+/**
+ * Image `i`'s perturbation, from `src` into `dst` (unclamped). What a kind draws comes from one
+ * generator seeded with `seed`, image after image, so the output depends on the arguments only.
+ */
+function perturber(
+  p: Perturbation,
+  count: number,
+  height: number,
+  width: number,
+  seed: number,
+): (src: Float32Array, dst: Float32Array, i: number) => void {
+  const uniform = seededRandom(seed);
+  switch (p.kind) {
+    case 'noise': {
+      const gaussian = normal(uniform);
+      return (src, dst) => {
+        for (let k = 0; k < src.length; k += 1) dst[k] = src[k]! + p.strength * gaussian();
+      };
+    }
+    case 'translation': {
+      const offsets = translationOffsets(count, p.strength, seed);
+      return (src, dst, i) =>
+        translate(src, dst, height, width, offsets[2 * i]!, offsets[2 * i + 1]!);
+    }
+    case 'rotation':
+      return (src, dst) => {
+        const sign = uniform() < 0.5 ? -1 : 1;
+        rotate(src, dst, height, width, (sign * p.strength * Math.PI) / 180);
+      };
+    case 'blur': {
+      const kernel = gaussianKernel(p.strength);
+      return (src, dst) => blur(src, dst, height, width, kernel);
+    }
+    case 'dilation': {
+      const element = structuringElement(p.strength);
+      return (src, dst) => dilate(src, dst, height, width, element);
+    }
+    case 'occlusion':
+      return (src, dst) => occlude(src, dst, height, width, p.strength, uniform);
+    case 'contrast':
+      return (src, dst) => reduceContrast(src, dst, p.strength);
+  }
+}
+
 /**
  * The images with `p` applied: a new array (the input is left as it was), every value clamped
  * to [0, 1], the same output for the same arguments and seed.
@@ -303,50 +373,10 @@ function perturbImages(
     for (let i = 0; i < images.length; i += 1) out[i] = clamp01(images[i]!);
     return out;
   }
-  const uniform = seededRandom(seed);
-  const offsets = p.kind === 'translation' ? translationOffsets(count, p.strength, seed) : null;
-  const kernel = p.kind === 'blur' ? gaussianKernel(p.strength) : null;
-  const element = p.kind === 'dilation' ? structuringElement(p.strength) : null;
-  const gaussian = normal(uniform);
+  const apply = perturber(p, count, height, width, seed);
   for (let i = 0; i < count; i += 1) {
-    const src = images.subarray(i * size, (i + 1) * size);
     const dst = out.subarray(i * size, (i + 1) * size);
-    switch (p.kind) {
-      case 'noise':
-        for (let k = 0; k < size; k += 1) dst[k] = src[k]! + p.strength * gaussian();
-        break;
-      case 'translation':
-        translate(src, dst, height, width, offsets![2 * i]!, offsets![2 * i + 1]!);
-        break;
-      case 'rotation': {
-        const sign = uniform() < 0.5 ? -1 : 1;
-        rotate(src, dst, height, width, (sign * p.strength * Math.PI) / 180);
-        break;
-      }
-      case 'blur':
-        blur(src, dst, height, width, kernel!);
-        break;
-      case 'dilation':
-        dilate(src, dst, height, width, element!);
-        break;
-      case 'occlusion': {
-        dst.set(src);
-        const side = Math.min(height, width, Math.round(p.strength * Math.min(height, width)));
-        const top = Math.floor(uniform() * (height - side + 1));
-        const left = Math.floor(uniform() * (width - side + 1));
-        for (let y = top; y < top + side; y += 1)
-          dst.fill(0, y * width + left, y * width + left + side);
-        break;
-      }
-      case 'contrast': {
-        let mean = 0;
-        for (let k = 0; k < size; k += 1) mean += src[k]!;
-        mean /= size || 1;
-        const keep = 1 - p.strength;
-        for (let k = 0; k < size; k += 1) dst[k] = mean + keep * (src[k]! - mean);
-        break;
-      }
-    }
+    apply(images.subarray(i * size, (i + 1) * size), dst, i);
     for (let k = 0; k < size; k += 1) dst[k] = clamp01(dst[k]!);
   }
   return out;
