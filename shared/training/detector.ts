@@ -248,19 +248,7 @@ function assignCells(truths: readonly TruthBox[], margin: number): Map<number, T
   for (const truth of truths) owner.set(cellOf(truth), truth);
   const claims = new Map<number, { truth: TruthBox; distance: number }>();
   for (const truth of truths) {
-    const gx = (truth.x1 + truth.x2) / 2 / gridStride;
-    const gy = (truth.y1 + truth.y2) / 2 / gridStride;
-    const col = Math.min(gridSize - 1, Math.floor(gx));
-    const row = Math.min(gridSize - 1, Math.floor(gy));
-    const fx = gx - col;
-    const fy = gy - row;
-    const candidates: Array<[number, number]> = [];
-    if (Math.min(fx, 1 - fx) < margin) candidates.push([fx < 0.5 ? col - 1 : col + 1, row]);
-    if (Math.min(fy, 1 - fy) < margin) candidates.push([col, fy < 0.5 ? row - 1 : row + 1]);
-    for (const [c, r] of candidates) {
-      if (c < 0 || r < 0 || c >= gridSize || r >= gridSize) continue;
-      const k = r * gridSize + c;
-      const distance = Math.hypot(gx - (c + 0.5), gy - (r + 0.5));
+    for (const { k, distance } of neighbourCells(truth, margin)) {
       const claim = claims.get(k);
       if (!owner.has(k) && (claim === undefined || distance < claim.distance)) {
         claims.set(k, { truth, distance });
@@ -269,6 +257,28 @@ function assignCells(truths: readonly TruthBox[], margin: number): Map<number, T
   }
   for (const [k, { truth }] of claims) owner.set(k, truth);
   return owner;
+}
+
+/**
+ * The horizontal and vertical neighbours of a box's centre cell that the centre lies within
+ * `margin` of, inside the grid, with the centre's distance to each one's middle (in cells).
+ */
+function neighbourCells(truth: TruthBox, margin: number): Array<{ k: number; distance: number }> {
+  const gx = (truth.x1 + truth.x2) / 2 / gridStride;
+  const gy = (truth.y1 + truth.y2) / 2 / gridStride;
+  const col = Math.min(gridSize - 1, Math.floor(gx));
+  const row = Math.min(gridSize - 1, Math.floor(gy));
+  const fx = gx - col;
+  const fy = gy - row;
+  const candidates: Array<[number, number]> = [];
+  if (Math.min(fx, 1 - fx) < margin) candidates.push([fx < 0.5 ? col - 1 : col + 1, row]);
+  if (Math.min(fy, 1 - fy) < margin) candidates.push([col, fy < 0.5 ? row - 1 : row + 1]);
+  return candidates
+    .filter(([c, r]) => c >= 0 && r >= 0 && c < gridSize && r < gridSize)
+    .map(([c, r]) => ({
+      k: r * gridSize + c,
+      distance: Math.hypot(gx - (c + 0.5), gy - (r + 0.5)),
+    }));
 }
 
 /** The box and class terms of one positive cell k (adds to `grad`). */
