@@ -158,34 +158,25 @@ function covariance(x: Float64Array, rows: number, features: number) {
   return { mean, cov };
 }
 
-/**
- * Fits a reference on clean training rows, its quantiles from clean held-out rows (never the
- * training rows: their scores are biased low, the PCA having been fitted on them).
- */
-function fitDriftReference(
-  train: Rows,
-  validation: Rows,
-  options: FitOptions,
-): { reference: DriftReference; report: FitReport } {
-  const started = performance.now();
-  const per = options.shape.reduce((n, d) => n * d, 1);
-  for (const [name, part] of [
-    ['train', train],
-    ['validation', validation],
-  ] as const) {
+function checkRows(shape: readonly number[], parts: { train: Rows; validation: Rows }): void {
+  const per = shape.reduce((n, d) => n * d, 1);
+  for (const [name, part] of Object.entries(parts)) {
     if (part.rows < 2 || part.data.length !== part.rows * per) {
       throw new RangeError(
         `${name}: expected at least 2 rows of ${per} values, got ${part.data.length} values for ${part.rows} rows`,
       );
     }
   }
-  const pooling = planPooling(options.shape);
-  const features = poolingFeatures(pooling);
-  const { mean, cov } = covariance(poolRows(pooling, train.data, train.rows), train.rows, features);
-  // Standardize each feature by its spread, floored at a fraction of the typical spread.
+}
+
+/**
+ * Each feature's scale (its spread, floored at `floorShare` of the typical spread), with `cov`
+ * made the covariance of the standardized features, in place.
+ */
+function standardize(cov: Float64Array, features: number, floorShare: number): number[] {
   let meanVariance = 0;
   for (let f = 0; f < features; f += 1) meanVariance += cov[f * features + f]! / features;
-  const floor = (options.scaleFloor ?? 0.05) ** 2 * meanVariance;
+  const floor = floorShare ** 2 * meanVariance;
   const scale = Array.from({ length: features }, (_, f) =>
     f32(Math.sqrt(cov[f * features + f]! + floor) || 1),
   );
@@ -193,6 +184,11 @@ function fitDriftReference(
     for (let b = 0; b < features; b += 1)
       cov[a * features + b] = cov[a * features + b]! / (scale[a]! * scale[b]!);
   }
+  return scale;
+}
+
+/** The `wanted` leading principal directions of `cov` that have variance, signs fixed. */
+function principalComponents(cov: Float64Array, features: number, wanted: number) {
   const evd = new EigenvalueDecomposition(Matrix.from1DArray(features, features, cov), {
     assumeSymmetric: true,
   });
@@ -203,7 +199,6 @@ function fitDriftReference(
   const largest = Math.max(0, values[order[0]!]!);
   // Directions with (numerically) no variance would divide T^2 by zero: a constant pixel
   // says nothing about clean inputs, its changes are left to the residual term.
-  const wanted = Math.min(options.components ?? 24, features);
   const kept = order.filter((i) => values[i]! > largest * 1e-9).slice(0, wanted);
   if (kept.length === 0) throw new RangeError('the training inputs do not vary: nothing to fit');
   const components = kept.map((i) => {
@@ -213,6 +208,29 @@ function fitDriftReference(
     const big = column.reduce((m, v) => (Math.abs(v) > Math.abs(m) ? v : m), 0);
     return column.map((v) => f32(big < 0 ? -v : v));
   });
+  return { values, kept, total, components };
+}
+
+/**
+ * Fits a reference on clean training rows, its quantiles from clean held-out rows (never the
+ * training rows: their scores are biased low, the PCA having been fitted on them).
+ */
+function fitDriftReference(
+  train: Rows,
+  validation: Rows,
+  options: FitOptions,
+): { reference: DriftReference; report: FitReport } {
+  const started = performance.now();
+  checkRows(options.shape, { train, validation });
+  const pooling = planPooling(options.shape);
+  const features = poolingFeatures(pooling);
+  const { mean, cov } = covariance(poolRows(pooling, train.data, train.rows), train.rows, features);
+  const scale = standardize(cov, features, options.scaleFloor ?? 0.05);
+  const { values, kept, total, components } = principalComponents(
+    cov,
+    features,
+    Math.min(options.components ?? 24, features),
+  );
   const draft: DriftReference = {
     version: 1,
     input: options.input,
