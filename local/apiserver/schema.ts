@@ -483,33 +483,37 @@ function typeError(path: string, typeName: string, value: string): OpenApiError 
   return { code: 'type', name: path, message, value };
 }
 
+/** A null passes the type check only where the schema has no type or is nullable. */
+function checkNullType(types: readonly string[], s: StructuralSchema, path: string): Result {
+  if (types.length > 0 && s.nullable !== true)
+    return failed(typeError(path, types.join(','), 'null'));
+  return matched();
+}
+
+/** The numbers typeValidator lets through for the other numeric type: integral floats, ints. */
+function isNumberCoercion(value: unknown, schType: string, types: readonly string[]): boolean {
+  const isFloatInt =
+    schType === 'number' && isJsonInteger(value as number) && types.includes('integer');
+  const isIntFloat = schType === 'integer' && types.includes('number');
+  return isFloatInt || isIntFloat;
+}
+
 /** validate.typeValidator, with its format quirks (an array passes a string field with a format). */
 function checkType(value: unknown, s: StructuralSchema, path: string): Result {
   const types = typesOf(s);
   const format = formatOf(s);
-  if (value === null) {
-    if (types.length > 0 && s.nullable !== true)
-      return failed(typeError(path, types.join(','), 'null'));
-    return matched();
-  }
+  if (value === null) return checkNullType(types, s, path);
   const kind = goKind(value);
   const [schType, dataFormat] = schemaInfo(kind);
   const numeric = types.includes('number') || types.includes('integer');
-  const isFloatInt =
-    schType === 'number' && isJsonInteger(value as number) && types.includes('integer');
-  const isIntFloat = schType === 'integer' && types.includes('number');
+  const typeMatches = types.includes(schType) || isNumberCoercion(value, schType, types);
   const stringLike = kind === 'string' || kind === 'slice';
   const formatMatches =
-    types.includes(schType) ||
-    dataFormat === format ||
-    isFloatInt ||
-    isIntFloat ||
-    (format === 'int64' && dataFormat === 'int32');
+    typeMatches || dataFormat === format || (format === 'int64' && dataFormat === 'int32');
   if (!stringLike && format !== '' && !formatMatches)
     return failed(typeError(path, format, dataFormat));
   if (!numeric && format !== '' && stringLike) return matched();
-  if (!(types.includes(schType) || isFloatInt || isIntFloat))
-    return failed(typeError(path, types.join(','), schType));
+  if (!typeMatches) return failed(typeError(path, types.join(','), schType));
   return matched();
 }
 
@@ -894,6 +898,56 @@ function validateNode(value: unknown, s: StructuralSchema, path: string): Result
 // ---------------------------------------------------------------------------------------------
 // Field errors
 
+/** A field error from an OpenAPI error with a code, at its field. */
+type CodedFieldError = (error: OpenApiError, field: string) => FieldError;
+
+function requiredFieldError(_error: OpenApiError, field: string): FieldError {
+  return { type: 'FieldValueRequired', field, badValue: '', detail: '' };
+}
+
+function enumFieldError(error: OpenApiError, field: string): FieldError {
+  const values = (error.values ?? []).map((v) => (typeof v === 'string' ? v : goJson(v)));
+  const detail = values.length > 0 ? `supported values: ${values.map(goQuote).join(', ')}` : '';
+  return { type: 'FieldValueNotSupported', field, badValue: error.value ?? null, detail };
+}
+
+function tooLongFieldError(error: OpenApiError, field: string): FieldError {
+  const max = error.valid ?? -1;
+  const detail =
+    max >= 0 ? `may not be more than ${max} ${max === 1 ? 'byte' : 'bytes'}` : 'value is too long';
+  return { type: 'FieldValueTooLong', field, badValue: '<value omitted>', detail };
+}
+
+function tooManyFieldError(error: OpenApiError, field: string): FieldError {
+  const max = error.valid ?? -1;
+  const detail =
+    max >= 0 ? `must have at most ${max} ${max === 1 ? 'item' : 'items'}` : 'has too many items';
+  return { type: 'FieldValueTooMany', field, badValue: error.value, detail };
+}
+
+function typeFieldError(error: OpenApiError, field: string): FieldError {
+  return {
+    type: 'FieldValueTypeInvalid',
+    field,
+    badValue: error.value ?? '',
+    detail: error.message,
+  };
+}
+
+function invalidFieldError(error: OpenApiError, field: string): FieldError {
+  return { type: 'FieldValueInvalid', field, badValue: error.value ?? '', detail: error.message };
+}
+
+/** The codes kube turns into their own field error types; any other is FieldValueInvalid. */
+const fieldErrorsByCode = new Map<NonNullable<OpenApiError['code']>, CodedFieldError>([
+  ['required', requiredFieldError],
+  ['enum', enumFieldError],
+  ['tooLong', tooLongFieldError],
+  ['maxItems', tooManyFieldError],
+  ['tooManyProperties', tooManyFieldError],
+  ['type', typeFieldError],
+]);
+
 /** apiextensions validation.kubeOpenAPIResultToFieldErrors. */
 function toFieldError(error: OpenApiError, parent: string | undefined): FieldError {
   const nil = parent ?? '<nil>';
@@ -902,37 +956,7 @@ function toFieldError(error: OpenApiError, parent: string | undefined): FieldErr
   const name = error.name ?? '';
   const field =
     name === '' || name === '.' ? nil : appendKey(parent ?? '', name.replace(/^\./, ''));
-  const value = error.value ?? '';
-  switch (error.code) {
-    case 'required':
-      return { type: 'FieldValueRequired', field, badValue: '', detail: '' };
-    case 'enum': {
-      const values = (error.values ?? []).map((v) => (typeof v === 'string' ? v : goJson(v)));
-      const detail = values.length > 0 ? `supported values: ${values.map(goQuote).join(', ')}` : '';
-      return { type: 'FieldValueNotSupported', field, badValue: error.value ?? null, detail };
-    }
-    case 'tooLong': {
-      const max = error.valid ?? -1;
-      const detail =
-        max >= 0
-          ? `may not be more than ${max} ${max === 1 ? 'byte' : 'bytes'}`
-          : 'value is too long';
-      return { type: 'FieldValueTooLong', field, badValue: '<value omitted>', detail };
-    }
-    case 'maxItems':
-    case 'tooManyProperties': {
-      const max = error.valid ?? -1;
-      const detail =
-        max >= 0
-          ? `must have at most ${max} ${max === 1 ? 'item' : 'items'}`
-          : 'has too many items';
-      return { type: 'FieldValueTooMany', field, badValue: error.value, detail };
-    }
-    case 'type':
-      return { type: 'FieldValueTypeInvalid', field, badValue: value, detail: error.message };
-    default:
-      return { type: 'FieldValueInvalid', field, badValue: value, detail: error.message };
-  }
+  return (fieldErrorsByCode.get(error.code) ?? invalidFieldError)(error, field);
 }
 
 // ---------------------------------------------------------------------------------------------

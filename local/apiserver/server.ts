@@ -150,22 +150,36 @@ function readJson(req: IncomingMessage): Promise<unknown> {
   });
 }
 
+/** The group and version a resource path names (the core group is /api/v1), and what follows. */
+function groupVersionOf(
+  parts: readonly string[],
+): { group: string; version: string; rest: string[] } | undefined {
+  if (parts[0] === 'api' && parts[1] === 'v1')
+    return { group: '', version: 'v1', rest: parts.slice(2) };
+  if (parts[0] === 'apis' && parts.length >= 4)
+    return { group: parts[1]!, version: parts[2]!, rest: parts.slice(3) };
+  return undefined;
+}
+
+/** Whether the type serves the path's shape: its status only if it has one, scoped as it is. */
+function servesPath(
+  type: ServedType,
+  namespace: string | undefined,
+  name: string | undefined,
+  subresource: string | undefined,
+): boolean {
+  if (subresource !== undefined && (subresource !== 'status' || !type.status)) return false;
+  if (type.namespaced === false && namespace !== undefined) return false;
+  if (type.namespaced && name !== undefined && namespace === undefined) return false;
+  return true;
+}
+
 /** Maps a path to a served type, or undefined for paths outside the resource API. */
 function resolve(parts: readonly string[]): Target | undefined {
-  let group: string;
-  let version: string;
-  let rest: string[];
-  if (parts[0] === 'api' && parts[1] === 'v1') {
-    group = '';
-    version = 'v1';
-    rest = parts.slice(2);
-  } else if (parts[0] === 'apis' && parts.length >= 4) {
-    group = parts[1]!;
-    version = parts[2]!;
-    rest = parts.slice(3);
-  } else {
-    return undefined;
-  }
+  const groupVersion = groupVersionOf(parts);
+  if (groupVersion === undefined) return undefined;
+  const { group, version } = groupVersion;
+  let { rest } = groupVersion;
   let namespace: string | undefined;
   if (rest[0] === 'namespaces' && rest.length >= 3) {
     namespace = rest[1];
@@ -176,9 +190,7 @@ function resolve(parts: readonly string[]): Target | undefined {
     (t) => t.group === group && t.version === version && t.plural === plural,
   );
   if (type === undefined || extra.length > 0) return undefined;
-  if (subresource !== undefined && (subresource !== 'status' || !type.status)) return undefined;
-  if (type.namespaced === false && namespace !== undefined) return undefined;
-  if (type.namespaced && name !== undefined && namespace === undefined) return undefined;
+  if (!servesPath(type, namespace, name, subresource)) return undefined;
   return { type, namespace, name, subresource: subresource === 'status' ? 'status' : undefined };
 }
 
@@ -386,6 +398,49 @@ async function write(
   throw new ApiError(405, 'MethodNotAllowed', `${method} is not supported on ${url.pathname}`);
 }
 
+/** GET outside the resource API: discovery and the OpenAPI documents; anything else is 404. */
+function serveNonResource(
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  parts: readonly string[],
+  method: string,
+): void {
+  const found =
+    method !== 'GET'
+      ? undefined
+      : parts[0] === 'openapi'
+        ? openApi(req, url.pathname)
+        : discovery(parts);
+  if (found instanceof OpenApiV2Protobuf) return found.write(res);
+  if (found !== undefined) return send(res, 200, found);
+  throw new ApiError(
+    404,
+    'NotFound',
+    `the server could not find the requested resource (${url.pathname})`,
+  );
+}
+
+/** DELETE of one object: removed (its dependents collected), answered with a Success Status. */
+async function remove(
+  store: Store,
+  req: IncomingMessage,
+  res: ServerResponse,
+  target: Target,
+  name: string,
+  url: URL,
+): Promise<void> {
+  // kubectl sends DeleteOptions as the body (dryRun among them), other clients the query.
+  const body = await readDeleteOptions(req);
+  const dryRun = dryRunOf(url) || (body.dryRun ?? []).includes('All');
+  const deleted = store.delete(target.type, target.namespace, name, servedTypes, { dryRun });
+  return send(res, 200, {
+    ...status(200, '', ''),
+    status: 'Success',
+    details: { name, kind: target.type.plural, uid: deleted.metadata.uid },
+  });
+}
+
 interface DevApiServer {
   server: HttpsServer;
   store: Store;
@@ -415,38 +470,13 @@ function createDevApiServer(options: DevApiServerOptions): DevApiServer {
     const parts = url.pathname.split('/').filter((p) => p !== '');
     const method = req.method ?? 'GET';
     const target = resolve(parts);
-    if (target === undefined) {
-      const found =
-        method !== 'GET'
-          ? undefined
-          : parts[0] === 'openapi'
-            ? openApi(req, url.pathname)
-            : discovery(parts);
-      if (found instanceof OpenApiV2Protobuf) return found.write(res);
-      if (found !== undefined) return send(res, 200, found);
-      throw new ApiError(
-        404,
-        'NotFound',
-        `the server could not find the requested resource (${url.pathname})`,
-      );
-    }
+    if (target === undefined) return serveNonResource(req, res, url, parts, method);
     const isWatch =
       url.searchParams.get('watch') === 'true' || url.searchParams.get('watch') === '1';
     if (method === 'GET' && isWatch) return watch(store, req, res, target, url);
     if (method === 'GET') return read(store, req, res, target, url);
-    if (method === 'DELETE' && target.name !== undefined && target.subresource === undefined) {
-      // kubectl sends DeleteOptions as the body (dryRun among them), other clients the query.
-      const body = await readDeleteOptions(req);
-      const dryRun = dryRunOf(url) || (body.dryRun ?? []).includes('All');
-      const deleted = store.delete(target.type, target.namespace, target.name, servedTypes, {
-        dryRun,
-      });
-      return send(res, 200, {
-        ...status(200, '', ''),
-        status: 'Success',
-        details: { name: target.name, kind: target.type.plural, uid: deleted.metadata.uid },
-      });
-    }
+    if (method === 'DELETE' && target.name !== undefined && target.subresource === undefined)
+      return remove(store, req, res, target, target.name, url);
     return write(store, req, res, target, url);
   }
 

@@ -527,6 +527,21 @@ function evalWildcard(input: readonly unknown[]): unknown[] {
   });
 }
 
+/** evalArray's start and end in an array of this length: unknown ones default, negatives wrap. */
+function sliceBounds(length: number, first: SliceParam, last: SliceParam): [number, number] {
+  let start = first.known ? first.value : 0;
+  if (start < 0) start += length;
+  let end = last.known ? last.value : length;
+  if (end < 0 || (end === 0 && last.derived)) end += length;
+  return [start, end];
+}
+
+/** evalArray's step: 1 unless given, and never zero or negative. */
+function strideOf(step: SliceParam): number {
+  if (step.known && step.value <= 0) throw new JsonPathError('step must be > 0');
+  return step.known ? step.value : 1;
+}
+
 /** evalArray, including its quirk: an empty selection ends the evaluation of later inputs. */
 function evalSlice(input: readonly unknown[], params: readonly SliceParam[]): unknown[] {
   const [first, last, step] = params as [SliceParam, SliceParam, SliceParam];
@@ -535,16 +550,12 @@ function evalSlice(input: readonly unknown[], params: readonly SliceParam[]): un
     if (value === null || value === undefined) continue;
     if (!Array.isArray(value)) throw new JsonPathError('not array or slice');
     const length = value.length;
-    let start = first.known ? first.value : 0;
-    if (start < 0) start += length;
-    let end = last.known ? last.value : length;
-    if (end < 0 || (end === 0 && last.derived)) end += length;
+    const [start, end] = sliceBounds(length, first, last);
     if (end === start) return result;
     if (start >= length || start < 0 || end > length || end < 0 || start > end) {
       throw new JsonPathError('array index out of bounds');
     }
-    if (step.known && step.value <= 0) throw new JsonPathError('step must be > 0');
-    const stride = step.known ? step.value : 1;
+    const stride = strideOf(step);
     for (let i = start; i < end; i += stride) result.push(value[i]);
   }
   return result;
@@ -749,28 +760,30 @@ const crdAgeColumn: PrinterColumn = {
   jsonPath: '.metadata.creationTimestamp',
 };
 
+/** A date column's cell: the age, or what kubectl shows for an empty or unparsable time. */
+function dateCell(value: unknown, now: number): Cell {
+  if (typeof value !== 'string') return null;
+  if (value === '' || value === 'null') return '<unknown>'; // metav1.Time's empty forms
+  return parseRfc3339(value) === undefined ? '<invalid>' : ageOf(value, now);
+}
+
+/** cellForJSONValue's cases, by column type; a type not here has only null cells. */
+const cellsByType = new Map<string, (value: unknown, now: number) => Cell>([
+  ['integer', (value) => (typeof value === 'number' ? Math.trunc(value) : null)],
+  ['number', (value) => (typeof value === 'number' ? value : null)],
+  ['boolean', (value) => (typeof value === 'boolean' ? value : null)],
+  ['string', (value) => (typeof value === 'string' ? value : null)],
+  ['date', dateCell],
+]);
+
 /**
  * The cell of a CRD column (tableconvertor.go cellForJSONValue): a value of the wrong type is
  * null, which kubectl prints as an empty cell.
  */
 function cellForJsonValue(type: string, value: unknown, now: number): Cell {
   if (value === null || value === undefined) return null;
-  switch (type) {
-    case 'integer':
-      return typeof value === 'number' ? Math.trunc(value) : null;
-    case 'number':
-      return typeof value === 'number' ? value : null;
-    case 'boolean':
-      return typeof value === 'boolean' ? value : null;
-    case 'string':
-      return typeof value === 'string' ? value : null;
-    case 'date':
-      if (typeof value !== 'string') return null;
-      if (value === '' || value === 'null') return '<unknown>'; // metav1.Time's empty forms
-      return parseRfc3339(value) === undefined ? '<invalid>' : ageOf(value, now);
-    default:
-      return null;
-  }
+  const cell = cellsByType.get(type);
+  return cell === undefined ? null : cell(value, now);
 }
 
 /** A printer column's cell: the first result only, as kube ("only simple JSON path"). */

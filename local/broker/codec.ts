@@ -34,15 +34,8 @@ function asString(value: unknown): string {
   return JSON.stringify(value);
 }
 
-/**
- * The broker event for a decoded event. `body` and `contentType` are the request's: in binary
- * mode the body is the data as sent; in structured mode the data is taken from the envelope.
- */
-function fromIncoming(
-  incoming: IncomingEvent,
-  body: Uint8Array,
-  contentType: string | undefined,
-): BrokerEvent {
+/** The event's context attributes and extensions as strings, datacontenttype aside. */
+function attributesOf(incoming: IncomingEvent): Record<string, string> {
   const attributes: Record<string, string> = {
     specversion: incoming.specversion,
     id: incoming.id,
@@ -55,18 +48,37 @@ function fromIncoming(
   for (const [name, value] of Object.entries(incoming.extensions)) {
     if (value !== undefined && value !== null) attributes[name] = asString(value);
   }
+  return attributes;
+}
+
+/**
+ * A structured-mode envelope's data as bytes: data_base64 as decoded, a string as its text unless
+ * the content type is JSON, anything else as JSON.
+ */
+function structuredData(value: unknown, datacontenttype: string | undefined): Buffer {
+  if (value === undefined) return Buffer.alloc(0);
+  if (value instanceof Uint8Array) return Buffer.from(value);
+  if (typeof value === 'string' && !isJsonType(datacontenttype)) return Buffer.from(value, 'utf8');
+  return Buffer.from(JSON.stringify(value), 'utf8');
+}
+
+/**
+ * The broker event for a decoded event. `body` and `contentType` are the request's: in binary
+ * mode the body is the data as sent; in structured mode the data is taken from the envelope.
+ */
+function fromIncoming(
+  incoming: IncomingEvent,
+  body: Uint8Array,
+  contentType: string | undefined,
+): BrokerEvent {
+  const attributes = attributesOf(incoming);
   let data: Buffer;
   let datacontenttype = incoming.datacontenttype;
   if (incoming.mode === 'binary') {
     data = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
     datacontenttype = contentType ?? datacontenttype;
   } else {
-    const value = incoming.data;
-    if (value === undefined) data = Buffer.alloc(0);
-    else if (value instanceof Uint8Array) data = Buffer.from(value);
-    else if (typeof value === 'string' && !isJsonType(datacontenttype))
-      data = Buffer.from(value, 'utf8');
-    else data = Buffer.from(JSON.stringify(value), 'utf8');
+    data = structuredData(incoming.data, datacontenttype);
     if (data.length > 0 && datacontenttype === undefined) datacontenttype = 'application/json';
   }
   if (datacontenttype !== undefined) attributes['datacontenttype'] = datacontenttype;

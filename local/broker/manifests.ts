@@ -203,6 +203,57 @@ function kindOf(value: unknown): 'Broker' | 'Trigger' | 'PingSource' | undefined
   return undefined;
 }
 
+/** How a document is named in errors: `Kind namespace/name`, or its place when it has no name. */
+function labelOf(kind: string, value: unknown, where: string, defaultNamespace: string): string {
+  const meta = (value as { metadata?: { name?: unknown; namespace?: unknown } }).metadata;
+  const named =
+    typeof meta?.name === 'string'
+      ? `${typeof meta.namespace === 'string' ? meta.namespace : defaultNamespace}/${meta.name}`
+      : `(${where})`;
+  return `${kind} ${named}`;
+}
+
+function toBroker(value: unknown, label: string, defaultNamespace: string): BrokerSpec {
+  const b = parseInput(brokerDocument, value, label);
+  const namespace = b.metadata.namespace ?? defaultNamespace;
+  return {
+    namespace,
+    name: b.metadata.name,
+    delivery: toDelivery(b.spec.delivery, namespace),
+  };
+}
+
+function toTrigger(value: unknown, label: string, defaultNamespace: string): TriggerSpec {
+  const tr = parseInput(triggerDocument, value, label);
+  const namespace = tr.metadata.namespace ?? defaultNamespace;
+  return {
+    namespace,
+    name: tr.metadata.name,
+    broker: tr.spec.broker,
+    filter: triggerFilter(tr.spec.filter, tr.spec.filters),
+    subscriber: toDestination(tr.spec.subscriber, namespace),
+    delivery: toDelivery(tr.spec.delivery, namespace),
+  };
+}
+
+function toPingSource(value: unknown, label: string, defaultNamespace: string): PingSourceSpec {
+  const p = parseInput(pingSourceDocument, value, label);
+  const namespace = p.metadata.namespace ?? defaultNamespace;
+  const { spec } = p;
+  return {
+    namespace,
+    name: p.metadata.name,
+    schedule: spec.schedule,
+    contentType: spec.contentType,
+    data:
+      spec.dataBase64 !== undefined
+        ? Buffer.from(spec.dataBase64, 'base64')
+        : Buffer.from(spec.data ?? '', 'utf8'),
+    sink: toDestination(spec.sink, namespace),
+    extensions: spec.ceOverrides?.extensions ?? {},
+  };
+}
+
 /**
  * Reads the Brokers, Triggers and PingSources in YAML texts (file contents, several documents
  * each). Objects without a namespace get `defaultNamespace` ("default"). Throws a
@@ -224,50 +275,12 @@ function loadEventing(
       const value: unknown = doc.toJS();
       const kind = kindOf(value);
       if (kind === undefined) return;
-      const meta = (value as { metadata?: { name?: unknown; namespace?: unknown } }).metadata;
-      const named =
-        typeof meta?.name === 'string'
-          ? `${typeof meta.namespace === 'string' ? meta.namespace : defaultNamespace}/${meta.name}`
-          : `(${where})`;
-      const label = `${kind} ${named}`;
+      const label = labelOf(kind, value, where, defaultNamespace);
       if (seen.has(label)) throw new ValidationError(`${label}: defined twice`);
       seen.add(label);
-      if (kind === 'Broker') {
-        const b = parseInput(brokerDocument, value, label);
-        const namespace = b.metadata.namespace ?? defaultNamespace;
-        out.brokers.push({
-          namespace,
-          name: b.metadata.name,
-          delivery: toDelivery(b.spec.delivery, namespace),
-        });
-      } else if (kind === 'Trigger') {
-        const tr = parseInput(triggerDocument, value, label);
-        const namespace = tr.metadata.namespace ?? defaultNamespace;
-        out.triggers.push({
-          namespace,
-          name: tr.metadata.name,
-          broker: tr.spec.broker,
-          filter: triggerFilter(tr.spec.filter, tr.spec.filters),
-          subscriber: toDestination(tr.spec.subscriber, namespace),
-          delivery: toDelivery(tr.spec.delivery, namespace),
-        });
-      } else {
-        const p = parseInput(pingSourceDocument, value, label);
-        const namespace = p.metadata.namespace ?? defaultNamespace;
-        const { spec } = p;
-        out.pingSources.push({
-          namespace,
-          name: p.metadata.name,
-          schedule: spec.schedule,
-          contentType: spec.contentType,
-          data:
-            spec.dataBase64 !== undefined
-              ? Buffer.from(spec.dataBase64, 'base64')
-              : Buffer.from(spec.data ?? '', 'utf8'),
-          sink: toDestination(spec.sink, namespace),
-          extensions: spec.ceOverrides?.extensions ?? {},
-        });
-      }
+      if (kind === 'Broker') out.brokers.push(toBroker(value, label, defaultNamespace));
+      else if (kind === 'Trigger') out.triggers.push(toTrigger(value, label, defaultNamespace));
+      else out.pingSources.push(toPingSource(value, label, defaultNamespace));
     });
   });
   return out;
