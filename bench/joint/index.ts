@@ -155,18 +155,15 @@ function summarize(points: readonly Point[], n: number, cloudCorrect: number): S
 
 const snake = (name: string) => name.replace(/([a-z])([A-Z])/g, '$1_$2').toLowerCase();
 
-export async function main(): Promise<void> {
-  const root = repoRoot();
-  const { test } = loadMnist();
-  const n = test.n;
-  const edge = await predict(root, 'edge', test.x, n);
-  const cloud = await predict(root, 'cloud', test.x, n);
-  const o = outcomes(test.y, edge, cloud, classes);
-  const { edgeCorrect, cloudCorrect } = o;
+/** Each model's share of the test split it gets right, as measured here. */
+interface Measured {
+  readonly edge: number;
+  readonly cloud: number;
+}
 
-  process.stdout.write(
-    `bench/joint: MNIST test split, ${n} samples; edge and cloud run once each (onnxruntime, in process)\n`,
-  );
+/** The models alone, checked against the accuracy each model's card recorded. */
+function checkModelsAlone(root: URL, o: Outcomes, n: number): Measured {
+  const { edgeCorrect, cloudCorrect } = o;
   const recorded = {
     edge: recordedTestAccuracy(root, 'edge'),
     cloud: recordedTestAccuracy(root, 'cloud'),
@@ -190,6 +187,10 @@ export async function main(): Promise<void> {
       );
     }
   }
+  return measured;
+}
+
+function printDisagreement(o: Outcomes, n: number): void {
   printTable(
     'where the two models disagree',
     ['case', 'samples', '% of test'],
@@ -203,7 +204,22 @@ export async function main(): Promise<void> {
       ['both wrong', o.bothWrong, fixed(pct(o.bothWrong, n))],
     ],
   );
+}
 
+/** Why a miner that is not applicable answers nothing here, with what it says when asked. */
+function notApplicable(name: HemName, why: string, o: Outcomes): string {
+  // Shown, not assumed: the real miner refuses a classifier's output.
+  let answer = 'accepted the classifier output (unexpected)';
+  try {
+    createMiner(name).isHard(o.edgeOutputs[0]!);
+  } catch (err) {
+    answer = `rejects it: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`;
+  }
+  return `${name}: not applicable, it ${why}; createMiner('${name}').isHard ${answer}`;
+}
+
+/** Every applicable miner's points, in hemNames order, and a note for each of the others. */
+function minerCurves(o: Outcomes) {
   const curves = new Map<HemName, Point[]>();
   const notes: string[] = [];
   for (const name of hemNames) {
@@ -214,81 +230,83 @@ export async function main(): Promise<void> {
     else if (plan.kind === 'endpoint')
       points = [{ parameter: Number.NaN, ...score(createMiner(name), o) }];
     else {
-      // Shown, not assumed: the real miner refuses a classifier's output.
-      let answer = 'accepted the classifier output (unexpected)';
-      try {
-        createMiner(name).isHard(o.edgeOutputs[0]!);
-      } catch (err) {
-        answer = `rejects it: ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`;
-      }
-      notes.push(
-        `${name}: not applicable, it ${plan.why}; createMiner('${name}').isHard ${answer}`,
-      );
+      notes.push(notApplicable(name, plan.why, o));
       continue;
     }
     curves.set(name, points);
   }
+  return { curves, notes };
+}
 
+function printRandomCurve(points: readonly Point[], o: Outcomes, n: number): void {
+  printTable(
+    `Random: ratio swept, mean over seeds ${randomSeeds.join(', ')} (${points.length} ratios; rows nearest to ${tableOffloads.length} offload levels)`,
+    ['ratio', 'offload %', 'joint acc %', 'joint acc min..max over seeds %', 'oracle acc %'],
+    thin(points, n).map((p) => [
+      String(p.parameter),
+      fixed(pct(p.hard, n)),
+      fixed(pct(p.correct, n)),
+      `${fixed(pct(p.correctRange![0], n))}..${fixed(pct(p.correctRange![1], n))}`,
+      fixed(pct(oracleCorrect(Math.round(p.hard), o), n)),
+    ]),
+  );
+}
+
+function printSweptCurve(
+  name: HemName,
+  key: string,
+  points: readonly Point[],
+  o: Outcomes,
+  n: number,
+): void {
+  printTable(
+    `${name}: ${key} swept (${points.length} distinct offloads; rows nearest to ${tableOffloads.length} offload levels)`,
+    [key, 'offloaded', 'offload %', 'joint acc %', 'oracle acc %'],
+    thin(points, n).map((p) => [
+      String(p.parameter),
+      p.hard,
+      fixed(pct(p.hard, n)),
+      fixed(pct(p.correct, n)),
+      fixed(pct(oracleCorrect(p.hard, o), n)),
+    ]),
+  );
+}
+
+/** One table per swept miner; an endpoint is a single point, shown in the summary only. */
+function printCurves(curves: ReadonlyMap<HemName, Point[]>, o: Outcomes, n: number): void {
   for (const [name, points] of curves) {
     const plan = plans[name];
-    if (plan.kind === 'endpoint') continue;
-    const random = plan.kind === 'random';
-    printTable(
-      random
-        ? `Random: ratio swept, mean over seeds ${randomSeeds.join(', ')} (${points.length} ratios; rows nearest to ${tableOffloads.length} offload levels)`
-        : `${name}: ${plan.kind === 'sweep' ? plan.key : ''} swept (${points.length} distinct offloads; rows nearest to ${tableOffloads.length} offload levels)`,
-      random
-        ? ['ratio', 'offload %', 'joint acc %', 'joint acc min..max over seeds %', 'oracle acc %']
-        : [
-            plan.kind === 'sweep' ? plan.key : 'parameter',
-            'offloaded',
-            'offload %',
-            'joint acc %',
-            'oracle acc %',
-          ],
-      thin(points, n).map((p) =>
-        random
-          ? [
-              String(p.parameter),
-              fixed(pct(p.hard, n)),
-              fixed(pct(p.correct, n)),
-              `${fixed(pct(p.correctRange![0], n))}..${fixed(pct(p.correctRange![1], n))}`,
-              fixed(pct(oracleCorrect(Math.round(p.hard), o), n)),
-            ]
-          : [
-              String(p.parameter),
-              p.hard,
-              fixed(pct(p.hard, n)),
-              fixed(pct(p.correct, n)),
-              fixed(pct(oracleCorrect(p.hard, o), n)),
-            ],
-      ),
-    );
+    if (plan.kind === 'random') printRandomCurve(points, o, n);
+    else if (plan.kind === 'sweep') printSweptCurve(name, plan.key, points, o, n);
   }
+}
 
-  const figures: Record<string, number> = {
-    samples: n,
-    edge_accuracy: Number(fixed(100 * measured.edge, 3)),
-    cloud_accuracy: Number(fixed(100 * measured.cloud, 3)),
-  };
+/** Each miner's summary in hemNames order, then the oracle's. */
+function summarizeAll(curves: ReadonlyMap<HemName, Point[]>, o: Outcomes, n: number) {
   const oraclePoints: Point[] = Array.from({ length: n + 1 }, (_, k) => ({
     parameter: k,
     hard: k,
     correct: oracleCorrect(k, o),
   }));
   const summaries = new Map<HemName | 'oracle', Summary>();
-  for (const [name, points] of curves) summaries.set(name, summarize(points, n, cloudCorrect));
-  summaries.set('oracle', summarize(oraclePoints, n, cloudCorrect));
-  const describe = (name: HemName | 'oracle', p: Point | undefined) => {
-    if (p === undefined) return ['not reached', '', ''];
-    const parameter =
-      name === 'oracle'
-        ? `${p.hard} samples`
-        : Number.isNaN(p.parameter)
-          ? '-'
-          : String(p.parameter);
-    return [parameter, fixed(pct(p.hard, n)), fixed(pct(p.correct, n))];
-  };
+  for (const [name, points] of curves) summaries.set(name, summarize(points, n, o.cloudCorrect));
+  summaries.set('oracle', summarize(oraclePoints, n, o.cloudCorrect));
+  return summaries;
+}
+
+/** A summary point's parameter, offload % and joint accuracy %. */
+function describe(name: HemName | 'oracle', p: Point | undefined, n: number): string[] {
+  if (p === undefined) return ['not reached', '', ''];
+  const parameter =
+    name === 'oracle' ? `${p.hard} samples` : Number.isNaN(p.parameter) ? '-' : String(p.parameter);
+  return [parameter, fixed(pct(p.hard, n)), fixed(pct(p.correct, n))];
+}
+
+function printSummary(
+  summaries: ReadonlyMap<HemName | 'oracle', Summary>,
+  measured: Measured,
+  n: number,
+): void {
   printTable(
     `summary: best joint accuracy with offload <= ${100 * offloadBudget}%, and the least offload within ${cloudSlackPoints} points of cloud only (${fixed(100 * measured.cloud - cloudSlackPoints)}%)`,
     [
@@ -302,12 +320,23 @@ export async function main(): Promise<void> {
     ],
     [...summaries].map(([name, s]) => [
       name === 'oracle' ? '(oracle, not a miner)' : name,
-      ...describe(name, s.best),
-      ...describe(name, s.cheapest),
+      ...describe(name, s.best, n),
+      ...describe(name, s.cheapest, n),
     ]),
   );
-  for (const note of notes) process.stdout.write(`\n${note}\n`);
+}
 
+/** The JSON line's figures, and the best joint accuracy a miner reaches within the budget. */
+function jointFigures(
+  summaries: ReadonlyMap<HemName | 'oracle', Summary>,
+  measured: Measured,
+  n: number,
+) {
+  const figures: Record<string, number> = {
+    samples: n,
+    edge_accuracy: Number(fixed(100 * measured.edge, 3)),
+    cloud_accuracy: Number(fixed(100 * measured.cloud, 3)),
+  };
   let bestUnderBudget = -Infinity;
   for (const [name, s] of summaries) {
     const key = name === 'oracle' ? 'oracle' : snake(name);
@@ -320,8 +349,11 @@ export async function main(): Promise<void> {
       figures[`${key}_min_offload_within_0_5_points`] = Number(fixed(pct(s.cheapest.hard, n), 3));
     }
   }
+  return { figures, bestUnderBudget };
+}
 
-  const out = new URL('out/', root);
+/** The plotted curves: every swept miner's, then the oracle's. */
+function plotSeries(curves: ReadonlyMap<HemName, Point[]>, o: Outcomes, n: number): PlotSeries[] {
   const series: PlotSeries[] = [...curves]
     .filter(([name]) => plans[name].kind !== 'endpoint')
     .map(([name, points]) => ({
@@ -334,6 +366,17 @@ export async function main(): Promise<void> {
     name: 'oracle (edge-wrong samples first)',
     points: corners.map((k) => ({ x: pct(k, n), y: pct(oracleCorrect(k, o), n) })),
   });
+  return series;
+}
+
+/** Accuracy against offload, all of it and up to 35%, with the models alone as rules. */
+async function writePlots(
+  root: URL,
+  series: PlotSeries[],
+  measured: Measured,
+  n: number,
+): Promise<void> {
+  const out = new URL('out/', root);
   const rules = [
     { name: `edge only ${fixed(100 * measured.edge)}%`, y: 100 * measured.edge },
     { name: `cloud only ${fixed(100 * measured.cloud)}%`, y: 100 * measured.cloud },
@@ -370,6 +413,30 @@ export async function main(): Promise<void> {
       .map((f) => relative(process.cwd(), fileURLToPath(f)))
       .join(', ')}\n`,
   );
+}
+
+export async function main(): Promise<void> {
+  const root = repoRoot();
+  const { test } = loadMnist();
+  const n = test.n;
+  const edge = await predict(root, 'edge', test.x, n);
+  const cloud = await predict(root, 'cloud', test.x, n);
+  const o = outcomes(test.y, edge, cloud, classes);
+
+  process.stdout.write(
+    `bench/joint: MNIST test split, ${n} samples; edge and cloud run once each (onnxruntime, in process)\n`,
+  );
+  const measured = checkModelsAlone(root, o, n);
+  printDisagreement(o, n);
+
+  const { curves, notes } = minerCurves(o);
+  printCurves(curves, o, n);
+  const summaries = summarizeAll(curves, o, n);
+  printSummary(summaries, measured, n);
+  for (const note of notes) process.stdout.write(`\n${note}\n`);
+  const { figures, bestUnderBudget } = jointFigures(summaries, measured, n);
+
+  await writePlots(root, plotSeries(curves, o, n), measured, n);
 
   const targetValue = Number(fixed(bestUnderBudget - 100 * measured.cloud, 3));
   finish('joint', figures, {
