@@ -207,23 +207,25 @@ async function startups(request: Request, times: number) {
   return out;
 }
 
-export async function main(): Promise<void> {
-  const req = requests();
-  process.stdout.write(
-    `bench/edge-infer: ${rounds} interleaved rounds of ${seconds}s, ${connections} connections\n`,
-  );
+interface Measured {
+  samples: Record<'hello' | 'one' | 'json64' | 'binary64' | 'binaryIn64', Figures[]>;
+  /** Small requests at low concurrency, alone and beside a stream of large batches. */
+  alone: Figures;
+  mixed: Figures;
+}
+
+/** The interleaved rounds against the hello and the edge worker, then the small-request tail. */
+async function measureHttp(req: ReturnType<typeof requests>): Promise<Measured> {
   const hello = await startHello();
   const edge = await startEdge(entries.bundle, req.one);
   const infer = `${edge.base}/v2/models/edge/infer`;
-  const samples = {
-    hello: [] as Figures[],
-    one: [] as Figures[],
-    json64: [] as Figures[],
-    binary64: [] as Figures[],
-    binaryIn64: [] as Figures[],
+  const samples: Measured['samples'] = {
+    hello: [],
+    one: [],
+    json64: [],
+    binary64: [],
+    binaryIn64: [],
   };
-  let alone: Figures;
-  let mixed: Figures;
   try {
     await load(`${hello.base}/`, req.one, 4);
     await load(infer, req.one, 4);
@@ -239,17 +241,18 @@ export async function main(): Promise<void> {
       samples.binaryIn64.push(await load(infer, req.binaryIn64, seconds));
       samples.json64.push(await load(infer, req.json64, seconds));
     }
-    // Small requests at low concurrency, alone and beside a stream of large batches.
-    alone = await timedLoad(infer, req.one, seconds * 2, 4);
-    const [small] = await Promise.all([
+    const alone = await timedLoad(infer, req.one, seconds * 2, 4);
+    const [mixed] = await Promise.all([
       timedLoad(infer, req.one, seconds * 2, 4),
       load(infer, req.binary64, seconds * 2, 8),
     ]);
-    mixed = small;
+    return { samples, alone, mixed };
   } finally {
     await Promise.all([hello.stop(), edge.stop()]);
   }
-  const starts = await startups(req.one, 3);
+}
+
+function printHttp({ samples, alone, mixed }: Measured): void {
   const h = summary(samples.hello);
   const one = summary(samples.one);
   const rows64 = (label: string, f: Figures) => [
@@ -259,19 +262,15 @@ export async function main(): Promise<void> {
     f.p50,
     f.p99,
   ];
-  const b64 = summary(samples.binary64);
-  const bi64 = summary(samples.binaryIn64);
-  const j64 = summary(samples.json64);
-  const ratios = samples.one.map((s, i) => s.rps / samples.hello[i]!.rps);
   printTable(
     'HTTP, medians of the rounds',
     ['request', 'requests/s', 'samples/s', 'p50 ms', 'p99 ms'],
     [
       ['hello (functions-framework), same body as batch 1', Math.round(h.rps), '', h.p50, h.p99],
       ['edge-infer batch 1 (OIP JSON)', Math.round(one.rps), Math.round(one.rps), one.p50, one.p99],
-      rows64('edge-infer batch 64 (OIP binary in and out)', b64),
-      rows64('edge-infer batch 64 (OIP binary in, JSON out)', bi64),
-      rows64('edge-infer batch 64 (OIP JSON)', j64),
+      rows64('edge-infer batch 64 (OIP binary in and out)', summary(samples.binary64)),
+      rows64('edge-infer batch 64 (OIP binary in, JSON out)', summary(samples.binaryIn64)),
+      rows64('edge-infer batch 64 (OIP JSON)', summary(samples.json64)),
     ],
   );
   printTable(
@@ -287,13 +286,13 @@ export async function main(): Promise<void> {
       ],
     ],
   );
-  printTable(
-    'process start to first prediction (ms)',
-    ['run', 'bundle (the image: node dist/bundle/serve.mjs)', 'tsc build (node dist/bin/serve.js)'],
-    starts.bundle.map((ms, i) => [i + 1, Math.round(ms), Math.round(starts.tsc[i]!)]),
-  );
-  const ratio = median(ratios);
-  const samplesPerSecond = Math.round(b64.rps * 64);
+}
+
+function report({ samples, alone, mixed }: Measured, starts: Record<'bundle' | 'tsc', number[]>) {
+  const h = summary(samples.hello);
+  const one = summary(samples.one);
+  const ratio = median(samples.one.map((s, i) => s.rps / samples.hello[i]!.rps));
+  const samplesPerSecond = Math.round(summary(samples.binary64).rps * 64);
   const p99Ratio = mixed.p99 / alone.p99;
   const startMs = Math.round(median(starts.bundle));
   finish(
@@ -305,8 +304,8 @@ export async function main(): Promise<void> {
       batch1_p99_ms: one.p99,
       batch1_ratio: Number(ratio.toFixed(3)),
       batch64_binary_samples_per_s: samplesPerSecond,
-      batch64_binary_in_json_out_samples_per_s: Math.round(bi64.rps * 64),
-      batch64_json_samples_per_s: Math.round(j64.rps * 64),
+      batch64_binary_in_json_out_samples_per_s: Math.round(summary(samples.binaryIn64).rps * 64),
+      batch64_json_samples_per_s: Math.round(summary(samples.json64).rps * 64),
       small_p99_alone_ms: alone.p99,
       small_p99_mixed_ms: mixed.p99,
       small_p99_ratio: Number(p99Ratio.toFixed(2)),
@@ -320,4 +319,20 @@ export async function main(): Promise<void> {
       start_to_first_prediction_ms: { value: startMs, op: '<=', target: 500 },
     },
   );
+}
+
+export async function main(): Promise<void> {
+  const req = requests();
+  process.stdout.write(
+    `bench/edge-infer: ${rounds} interleaved rounds of ${seconds}s, ${connections} connections\n`,
+  );
+  const measured = await measureHttp(req);
+  const starts = await startups(req.one, 3);
+  printHttp(measured);
+  printTable(
+    'process start to first prediction (ms)',
+    ['run', 'bundle (the image: node dist/bundle/serve.mjs)', 'tsc build (node dist/bin/serve.js)'],
+    starts.bundle.map((ms, i) => [i + 1, Math.round(ms), Math.round(starts.tsc[i]!)]),
+  );
+  report(measured, starts);
 }

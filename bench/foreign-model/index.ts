@@ -240,68 +240,78 @@ function perBatch(f: Figures, pid: number, inferenceThread: string | undefined) 
   };
 }
 
-export async function main(): Promise<void> {
-  process.stdout.write(
-    `bench/foreign-model: PaddleOCR text-direction classifier, batches of ${batch} [3,48,192] crops; ` +
-      `${rounds} alternating rounds of ${seconds}s per side, ${connections} HTTP connections\n`,
-  );
-  const x = crops(42);
-  const request = binaryRequest(x);
-  const model = await openOnnxModel(new Uint8Array(readFileSync(modelPath)), { threads: 1 });
-  const cloud = await startCloud();
-  const url = `${cloud.base}/v2/models/${modelName}/infer`;
-  const sides = { served: [] as Figures[], inProcess: [] as Figures[] };
-  let counts: { rows: number; runs: number };
-  let maxDiff = 0;
-  try {
-    // The served answer is the in-process one (checked once, before any timing).
-    const answer = await fetch(url, request);
-    const body = Buffer.from(await answer.arrayBuffer());
-    if (answer.status !== 200)
-      throw new Error(`infer answered ${answer.status}: ${body.toString()}`);
-    const got = softmaxOf(body, Number(answer.headers.get('inference-header-content-length')));
-    const want = (await model.run({ x: { datatype: 'FP32', shape, data: x } }))['softmax_0.tmp_0']!
-      .data as Float32Array;
-    for (let i = 0; i < want.length; i += 1)
-      maxDiff = Math.max(maxDiff, Math.abs(got[i]! - want[i]!));
-    if (!(maxDiff <= 1e-5)) throw new Error(`served answer differs from in-process by ${maxDiff}`);
+type Cloud = Awaited<ReturnType<typeof startCloud>>;
 
-    // Warm-up, both sides.
-    await inProcess(model, x, 2);
-    await served(url, request, 2);
-    const before = await batchRows(cloud.base);
-    for (let round = 0; round < rounds; round += 1) {
-      const pair = [
-        async () =>
-          sides.inProcess.push(await measured(cloud.pid, () => inProcess(model, x, seconds))),
-        async () =>
-          sides.served.push(await measured(cloud.pid, () => served(url, request, seconds))),
-      ];
-      if (round % 2 === 1) pair.reverse();
-      for (const run of pair) await run();
-    }
-    const after = await batchRows(cloud.base);
-    counts = { rows: after.rows - before.rows, runs: after.runs - before.runs };
-  } finally {
-    await cloud.stop();
-    await model.close();
+/** The served answer is the in-process one (checked once, before any timing): the max abs diff. */
+async function checkAnswer(
+  url: string,
+  request: ReturnType<typeof binaryRequest>,
+  model: OnnxSession,
+  x: Float32Array,
+): Promise<number> {
+  const answer = await fetch(url, request);
+  const body = Buffer.from(await answer.arrayBuffer());
+  if (answer.status !== 200) throw new Error(`infer answered ${answer.status}: ${body.toString()}`);
+  const got = softmaxOf(body, Number(answer.headers.get('inference-header-content-length')));
+  const want = (await model.run({ x: { datatype: 'FP32', shape, data: x } }))['softmax_0.tmp_0']!
+    .data as Float32Array;
+  let maxDiff = 0;
+  for (let i = 0; i < want.length; i += 1)
+    maxDiff = Math.max(maxDiff, Math.abs(got[i]! - want[i]!));
+  if (!(maxDiff <= 1e-5)) throw new Error(`served answer differs from in-process by ${maxDiff}`);
+  return maxDiff;
+}
+
+interface Sides {
+  served: Figures[];
+  inProcess: Figures[];
+  /** Rows and session runs the served side's batcher made during the rounds. */
+  counts: { rows: number; runs: number };
+}
+
+/** Warm-up, then the alternating rounds of both sides. */
+async function measureSides(
+  cloud: Cloud,
+  url: string,
+  request: ReturnType<typeof binaryRequest>,
+  model: OnnxSession,
+  x: Float32Array,
+): Promise<Sides> {
+  const sides = { served: [] as Figures[], inProcess: [] as Figures[] };
+  await inProcess(model, x, 2);
+  await served(url, request, 2);
+  const before = await batchRows(cloud.base);
+  for (let round = 0; round < rounds; round += 1) {
+    const pair = [
+      async () =>
+        sides.inProcess.push(await measured(cloud.pid, () => inProcess(model, x, seconds))),
+      async () => sides.served.push(await measured(cloud.pid, () => served(url, request, seconds))),
+    ];
+    if (round % 2 === 1) pair.reverse();
+    for (const run of pair) await run();
   }
-  // The inference thread: the server thread (other than the HTTP one) that spent the most.
+  const after = await batchRows(cloud.base);
+  return { ...sides, counts: { rows: after.rows - before.rows, runs: after.runs - before.runs } };
+}
+
+/** The inference thread: the server thread (other than the HTTP one) that spent the most. */
+function inferenceThreadOf(served: readonly Figures[], pid: number): string | undefined {
   const totals = new Map<string, number>();
-  for (const f of sides.served) {
+  for (const f of served) {
     for (const [tid, ms] of f.cpu.threads) totals.set(tid, (totals.get(tid) ?? 0) + ms);
   }
-  totals.delete(String(cloud.pid));
-  const inferenceThread = [...totals].sort((a, b) => b[1] - a[1])[0]?.[0];
-  const med = (list: Figures[], pick: (f: Figures) => number) => median(list.map(pick));
-  const s = sides.served;
-  const p = sides.inProcess;
-  const ratio = median(s.map((f, i) => f.samplesPerSecond / p[i]!.samplesPerSecond));
-  const rowsPerRun = counts.runs === 0 ? 0 : counts.rows / counts.runs;
-  const sCpu = s.map((f) => perBatch(f, cloud.pid, inferenceThread));
-  const pCpu = p.map((f) => perBatch(f, cloud.pid, inferenceThread));
-  const cpuMed = (list: typeof sCpu, key: keyof (typeof sCpu)[number]) =>
-    round2(median(list.map((c) => c[key])));
+  totals.delete(String(pid));
+  return [...totals].sort((a, b) => b[1] - a[1])[0]?.[0];
+}
+
+type Cpu = ReturnType<typeof perBatch>;
+
+const med = (list: readonly Figures[], pick: (f: Figures) => number) => median(list.map(pick));
+const cpuMed = (list: readonly Cpu[], key: keyof Cpu) => round2(median(list.map((c) => c[key])));
+const cpuTotal = (c: Cpu) => c.inference + c.http + c.helpers + c.self;
+
+function printSides(sides: Sides, sCpu: readonly Cpu[], pCpu: readonly Cpu[], maxDiff: number) {
+  const { served: s, inProcess: p, counts } = sides;
   printTable(
     'per round (samples/s; other processes on the machine, cores busy)',
     ['round', 'served', 'in-process', 'ratio', 'others (served)', 'others (in-process)'],
@@ -323,7 +333,7 @@ export async function main(): Promise<void> {
         Math.round(med(s, (f) => f.samplesPerSecond)),
         round2(med(s, (f) => f.p50)),
         round2(med(s, (f) => f.p99)),
-        round2(rowsPerRun),
+        round2(counts.runs === 0 ? 0 : counts.rows / counts.runs),
       ],
       [
         'in-process onnxruntime (openOnnxModel, 1 thread): the ceiling',
@@ -334,6 +344,9 @@ export async function main(): Promise<void> {
       ],
     ],
   );
+}
+
+function printCpu(sCpu: readonly Cpu[], pCpu: readonly Cpu[]) {
   printTable(
     `where the CPU goes: ms per batch of ${batch} (medians; the machine has ${availableParallelism()} cores)`,
     ['side', 'inference thread', 'HTTP thread', 'V8/libuv helpers', 'client', 'total'],
@@ -344,14 +357,14 @@ export async function main(): Promise<void> {
         cpuMed(sCpu, 'http'),
         cpuMed(sCpu, 'helpers'),
         cpuMed(sCpu, 'self'),
-        round2(median(sCpu.map((c) => c.inference + c.http + c.helpers + c.self))),
+        round2(median(sCpu.map(cpuTotal))),
       ],
       ['in-process', cpuMed(pCpu, 'self'), '', '', '', cpuMed(pCpu, 'self')],
     ],
   );
   const others = Math.max(cpuMed(sCpu, 'othersCores'), cpuMed(pCpu, 'othersCores'));
   if (others > 0.1) {
-    const servedCpu = median(sCpu.map((c) => c.inference + c.http + c.helpers + c.self));
+    const servedCpu = median(sCpu.map(cpuTotal));
     process.stdout.write(
       `\nnote: other processes kept ${others.toFixed(2)} of ${availableParallelism()} cores busy ` +
         `during the phases. The served side spends ${servedCpu.toFixed(1)} ms of CPU per batch on ` +
@@ -359,6 +372,11 @@ export async function main(): Promise<void> {
         `them only with a core to spare: on this shared machine the ratio is understated\n`,
     );
   }
+}
+
+function report(sides: Sides, sCpu: readonly Cpu[], pCpu: readonly Cpu[], maxDiff: number) {
+  const { served: s, inProcess: p, counts } = sides;
+  const ratio = median(s.map((f, i) => f.samplesPerSecond / p[i]!.samplesPerSecond));
   const value = Number(ratio.toFixed(3));
   finish(
     'foreign-model',
@@ -370,7 +388,7 @@ export async function main(): Promise<void> {
       served_p99_ms: round2(med(s, (f) => f.p99)),
       inprocess_p50_ms: round2(med(p, (f) => f.p50)),
       inprocess_p99_ms: round2(med(p, (f) => f.p99)),
-      served_rows_per_session_run: round2(rowsPerRun),
+      served_rows_per_session_run: round2(counts.runs === 0 ? 0 : counts.rows / counts.runs),
       served_inference_thread_ms_per_batch: cpuMed(sCpu, 'inference'),
       served_http_thread_ms_per_batch: cpuMed(sCpu, 'http'),
       served_helper_threads_ms_per_batch: cpuMed(sCpu, 'helpers'),
@@ -382,4 +400,31 @@ export async function main(): Promise<void> {
     },
     { foreign_served_vs_inprocess: { value, op: '>=', target: 0.8 } },
   );
+}
+
+export async function main(): Promise<void> {
+  process.stdout.write(
+    `bench/foreign-model: PaddleOCR text-direction classifier, batches of ${batch} [3,48,192] crops; ` +
+      `${rounds} alternating rounds of ${seconds}s per side, ${connections} HTTP connections\n`,
+  );
+  const x = crops(42);
+  const request = binaryRequest(x);
+  const model = await openOnnxModel(new Uint8Array(readFileSync(modelPath)), { threads: 1 });
+  const cloud = await startCloud();
+  const url = `${cloud.base}/v2/models/${modelName}/infer`;
+  let sides: Sides;
+  let maxDiff: number;
+  try {
+    maxDiff = await checkAnswer(url, request, model, x);
+    sides = await measureSides(cloud, url, request, model, x);
+  } finally {
+    await cloud.stop();
+    await model.close();
+  }
+  const thread = inferenceThreadOf(sides.served, cloud.pid);
+  const sCpu = sides.served.map((f) => perBatch(f, cloud.pid, thread));
+  const pCpu = sides.inProcess.map((f) => perBatch(f, cloud.pid, thread));
+  printSides(sides, sCpu, pCpu, maxDiff);
+  printCpu(sCpu, pCpu);
+  report(sides, sCpu, pCpu, maxDiff);
 }
