@@ -13,11 +13,13 @@ import { jointInfer, WorkerCounters } from '../../shared/inference/joint.js';
 import type { JointDeps } from '../../shared/inference/joint.js';
 import { openOnnxModel } from '../../shared/inference/onnx-runtime.js';
 import { createOutlierScorer, parseDriftReference } from '../../shared/inference/outlier.js';
+import type { DriftReference, OutlierScorer } from '../../shared/inference/outlier.js';
 import type { InferencePool, Tensors } from '../../shared/inference/pool.js';
 import { createQualityWindow } from '../../shared/inference/quality-window.js';
+import type { QualityWindow } from '../../shared/inference/quality-window.js';
 import { createShadow } from '../../shared/inference/shadow.js';
 import { createTaskAdapter } from '../../shared/inference/task.js';
-import type { TaskResult } from '../../shared/inference/task.js';
+import type { TaskAdapter, TaskResult } from '../../shared/inference/task.js';
 import type { Signature, Tensor } from '../../shared/inference/tensor.js';
 import {
   canvasPixels,
@@ -27,6 +29,7 @@ import {
 import type { DetectionSplit } from '../../shared/training/detection-data.js';
 import { meanAveragePrecision } from '../../shared/training/detection-metrics.js';
 import { detectionSuite, perturbImages, translateBoxes } from '../../shared/training/perturb.js';
+import type { Perturbation } from '../../shared/training/perturb.js';
 import { seededRandom } from '../../shared/random/index.js';
 import { scoredBoxes } from '../support/detections.js';
 import { benchWindowOptions } from './conditions.js';
@@ -121,8 +124,7 @@ interface DetectionRow {
   drifting: boolean;
 }
 
-/** Every detection condition, each streamed after a clean warm-up, as the classifier table. */
-async function detectionConditions(settings: {
+interface DetectionSettings {
   objective: number;
   shadowRate: number;
   length: number;
@@ -132,8 +134,17 @@ async function detectionConditions(settings: {
    * at a 1-point objective it ends up offloading everything.
    */
   miner: 'CrossEntropy' | 'IBT';
-}): Promise<DetectionRow[]> {
-  const data = loadDetectionSet();
+}
+
+/** What every condition shares: the task adapter and the detector's drift reference. */
+interface Detector {
+  task: TaskAdapter;
+  reference: DriftReference;
+  scorer: OutlierScorer;
+  defaults: ReturnType<typeof loadEdgeConfig>['quality'];
+}
+
+function openDetector(): Detector {
   // Scored as a worker scores with its defaults: a sample of requests, their first rows.
   const defaults = loadEdgeConfig({}).quality;
   const task = createTaskAdapter({ kind: 'detection' }, signature, 0.6);
@@ -141,11 +152,156 @@ async function detectionConditions(settings: {
     JSON.parse(readFileSync(new URL('models/detector-edge.drift.json', root), 'utf8')),
   );
   const scorer = createOutlierScorer(reference, signature.inputs[0]!);
-  const outputsOf = async (split: DetectionSplit): Promise<Stream> => ({
+  return { task, reference, scorer, defaults };
+}
+
+async function outputsOf(split: DetectionSplit): Promise<Stream> {
+  return {
     split,
     edge: await runModel('detector-edge.onnx', split.images, split.n),
     cloud: await runModel('detector-cloud.onnx', split.images, split.n),
-  });
+  };
+}
+
+/** A condition's canvases: `test` as it is (`p` undefined) or perturbed, boxes moved with it. */
+function conditionSplit(
+  test: DetectionSplit,
+  length: number,
+  p: Perturbation | undefined,
+): DetectionSplit {
+  return passes(test, length, (images, boxes, k) =>
+    p === undefined
+      ? { images, boxes, n: test.n }
+      : {
+          images: perturbImages(images, test.n, canvasSize, canvasSize, p, 11 + k),
+          boxes: translateBoxes(boxes, canvasSize, canvasSize, p, 11 + k),
+          n: test.n,
+        },
+  );
+}
+
+/** The joint path over `current`'s model outputs: a fake pool and cloud, everything else real. */
+function detectionDeps(
+  detector: Detector,
+  current: { s: Stream },
+  window: QualityWindow,
+  settings: DetectionSettings,
+): JointDeps {
+  const { task, reference, scorer, defaults } = detector;
+  const pool: InferencePool = {
+    signature,
+    infer: (inputs) => Promise.resolve(rowsOf(current.s.edge, inputs)),
+    queuedRows: () => 0,
+    close: () => Promise.resolve(),
+  };
+  return {
+    edge: pool,
+    task,
+    cloud: {
+      infer: (inputs) => {
+        const out = rowsOf(current.s.cloud, inputs);
+        return Promise.resolve(task.toTensors(task.fromModel(out, out['scores']!.shape[0]!)));
+      },
+      breakerState: () => 'closed',
+    },
+    miner:
+      settings.miner === 'IBT'
+        ? createMiner('IBT', { thresholdImg: 0.35, thresholdBox: 0.7 })
+        : createMiner('CrossEntropy', {}),
+    settings: { miningMode: 'inference-then-mining', offload: 'sync', fallback: 'edge-result' },
+    counters: new WorkerCounters(),
+    quality: window,
+    shadow: createShadow({ rate: settings.shadowRate, maxInFlight: 64, random: seededRandom(7) }),
+    outliers: {
+      score: (inputs, rows) => scorer.score(inputs['image']!, rows),
+      cut: reference.quantiles.p95,
+      sampleRate: defaults.driftSampleRate,
+      sampleRows: defaults.driftSampleRows,
+      random: seededRandom(8),
+    },
+  };
+}
+
+/** `stream` through `deps` in requests of 8 canvases, in order; the window refreshed every 64. */
+async function answer(
+  deps: JointDeps,
+  window: QualityWindow,
+  current: { s: Stream },
+  stream: Stream,
+): Promise<TaskResult[]> {
+  current.s = stream;
+  const answered: TaskResult[] = [];
+  for (let from = 0; from < stream.split.n; from += 8) {
+    const rows = Math.min(8, stream.split.n - from);
+    const samples = await jointInfer(
+      deps,
+      {
+        image: {
+          datatype: 'FP32',
+          shape: [rows, 1, canvasSize, canvasSize],
+          data: stream.split.images.subarray(from * canvasPixels, (from + rows) * canvasPixels),
+        },
+        index: {
+          datatype: 'INT32',
+          shape: [rows],
+          data: Int32Array.from({ length: rows }, (_, r) => from + r),
+        },
+      },
+      rows,
+    );
+    await deps.shadow?.idle();
+    answered.push(...samples.map((sample) => sample.result));
+    if ((from / 8) % 8 === 7) await window.refresh();
+  }
+  return answered;
+}
+
+/** One model's answers to every canvas, as the task adapter reads them. */
+function allResults(task: TaskAdapter, out: Outputs, n: number): TaskResult[] {
+  return task.fromModel(
+    {
+      boxes: { datatype: 'FP32', shape: [n, 64, 4], data: out.boxes },
+      scores: { datatype: 'FP32', shape: [n, 64], data: out.scores },
+      class_scores: { datatype: 'FP32', shape: [n, 64, 10], data: out.class_scores },
+    },
+    n,
+  );
+}
+
+/** One condition streamed after a clean warm-up through a fresh window, shadow and counters. */
+async function measureCondition(
+  detector: Detector,
+  warm: Stream,
+  test: DetectionSplit,
+  condition: { label: string; kind: Perturbation | undefined },
+  settings: DetectionSettings,
+): Promise<DetectionRow> {
+  const s = await outputsOf(conditionSplit(test, settings.length, condition.kind));
+  const current = { s: warm };
+  const window = createQualityWindow(
+    benchWindowOptions('bench/drift-detection', settings.objective),
+  );
+  const deps = detectionDeps(detector, current, window, settings);
+  await answer(deps, window, current, warm);
+  const before = { ...deps.counters };
+  const joint = await answer(deps, window, current, s);
+  const map = (results: TaskResult[]) =>
+    meanAveragePrecision(results.map(scoredBoxes), s.split.boxes).map;
+  return {
+    label: condition.label,
+    edge: map(allResults(detector.task, s.edge, s.split.n)),
+    cloud: map(allResults(detector.task, s.cloud, s.split.n)),
+    joint: map(joint),
+    offload: (deps.counters.hardExampleNumber - before.hardExampleNumber) / s.split.n,
+    shadow: (deps.counters.shadowNumber - before.shadowNumber) / s.split.n,
+    drifting: window.state().drift?.drifting ?? false,
+  };
+}
+
+/** Every detection condition, each streamed after a clean warm-up, as the classifier table. */
+async function detectionConditions(settings: DetectionSettings): Promise<DetectionRow[]> {
+  const data = loadDetectionSet();
+  const detector = openDetector();
   const warm = await outputsOf(
     passes(data.validation, settings.length, (images, boxes) => ({
       images,
@@ -159,103 +315,7 @@ async function detectionConditions(settings: {
   ];
   const rows: DetectionRow[] = [];
   for (const condition of conditions) {
-    const p = condition.kind;
-    const split = passes(data.test, settings.length, (images, boxes, k) =>
-      p === undefined
-        ? { images, boxes, n: data.test.n }
-        : {
-            images: perturbImages(images, data.test.n, canvasSize, canvasSize, p, 11 + k),
-            boxes: translateBoxes(boxes, canvasSize, canvasSize, p, 11 + k),
-            n: data.test.n,
-          },
-    );
-    const s = await outputsOf(split);
-    const current = { s: warm };
-    const pool: InferencePool = {
-      signature,
-      infer: (inputs) => Promise.resolve(rowsOf(current.s.edge, inputs)),
-      queuedRows: () => 0,
-      close: () => Promise.resolve(),
-    };
-    const window = createQualityWindow(
-      benchWindowOptions('bench/drift-detection', settings.objective),
-    );
-    const deps: JointDeps = {
-      edge: pool,
-      task,
-      cloud: {
-        infer: (inputs) => {
-          const out = rowsOf(current.s.cloud, inputs);
-          return Promise.resolve(task.toTensors(task.fromModel(out, out['scores']!.shape[0]!)));
-        },
-        breakerState: () => 'closed',
-      },
-      miner:
-        settings.miner === 'IBT'
-          ? createMiner('IBT', { thresholdImg: 0.35, thresholdBox: 0.7 })
-          : createMiner('CrossEntropy', {}),
-      settings: { miningMode: 'inference-then-mining', offload: 'sync', fallback: 'edge-result' },
-      counters: new WorkerCounters(),
-      quality: window,
-      shadow: createShadow({ rate: settings.shadowRate, maxInFlight: 64, random: seededRandom(7) }),
-      outliers: {
-        score: (inputs, rows) => scorer.score(inputs['image']!, rows),
-        cut: reference.quantiles.p95,
-        sampleRate: defaults.driftSampleRate,
-        sampleRows: defaults.driftSampleRows,
-        random: seededRandom(8),
-      },
-    };
-    const answer = async (stream: Stream): Promise<TaskResult[]> => {
-      current.s = stream;
-      const answered: TaskResult[] = [];
-      for (let from = 0; from < stream.split.n; from += 8) {
-        const rows = Math.min(8, stream.split.n - from);
-        const samples = await jointInfer(
-          deps,
-          {
-            image: {
-              datatype: 'FP32',
-              shape: [rows, 1, canvasSize, canvasSize],
-              data: stream.split.images.subarray(from * canvasPixels, (from + rows) * canvasPixels),
-            },
-            index: {
-              datatype: 'INT32',
-              shape: [rows],
-              data: Int32Array.from({ length: rows }, (_, r) => from + r),
-            },
-          },
-          rows,
-        );
-        await deps.shadow?.idle();
-        answered.push(...samples.map((sample) => sample.result));
-        if ((from / 8) % 8 === 7) await window.refresh();
-      }
-      return answered;
-    };
-    await answer(warm);
-    const before = { ...deps.counters };
-    const joint = await answer(s);
-    const all = (out: Outputs) =>
-      task.fromModel(
-        {
-          boxes: { datatype: 'FP32', shape: [s.split.n, 64, 4], data: out.boxes },
-          scores: { datatype: 'FP32', shape: [s.split.n, 64], data: out.scores },
-          class_scores: { datatype: 'FP32', shape: [s.split.n, 64, 10], data: out.class_scores },
-        },
-        s.split.n,
-      );
-    const map = (results: TaskResult[]) =>
-      meanAveragePrecision(results.map(scoredBoxes), s.split.boxes).map;
-    rows.push({
-      label: condition.label,
-      edge: map(all(s.edge)),
-      cloud: map(all(s.cloud)),
-      joint: map(joint),
-      offload: (deps.counters.hardExampleNumber - before.hardExampleNumber) / s.split.n,
-      shadow: (deps.counters.shadowNumber - before.shadowNumber) / s.split.n,
-      drifting: window.state().drift?.drifting ?? false,
-    });
+    rows.push(await measureCondition(detector, warm, data.test, condition, settings));
   }
   return rows;
 }

@@ -13,7 +13,9 @@ import type { Split } from '../../shared/training/data.js';
 import { perturbImages, perturbationSuite } from '../../shared/training/perturb.js';
 import { writeLinePlot } from '../support/plot.js';
 import { finish, printTable } from '../support/report.js';
+import type { Target } from '../support/report.js';
 import { detectionConditions } from './detection.js';
+import type { DetectionRow } from './detection.js';
 import { runEpisode } from './episode.js';
 import type { EpisodeResult } from './episode.js';
 import {
@@ -26,7 +28,7 @@ import {
   staticRun,
   stream,
 } from './conditions.js';
-import type { StreamSettings } from './conditions.js';
+import type { Models, Scored, StreamSettings } from './conditions.js';
 
 const objectivePoints = 1;
 /** Inputs per stream: the held-out split repeated, each pass perturbed with its own seed. */
@@ -86,68 +88,103 @@ async function episode(
   });
 }
 
-async function main(): Promise<void> {
-  const data = loadMnist();
-  const models = await loadModels();
-  const settings: StreamSettings = {
-    objective: objectivePoints / 100,
-    shadowRate: Number(process.env['SHADOW_RATE'] ?? 0.05),
-    requestRows: 16,
-    refreshEvery: 64,
-    seed: 7,
+const pct = (v: number) => Number((100 * v).toFixed(2));
+
+/** Canvases per detection condition. */
+const detectionStream = process.env['DRIFT_DETECTION_STREAM'] ?? 5_000;
+/** The detection miner: why CrossEntropy by default, see detectionConditions' settings. */
+const detectionMiner = process.env['DRIFT_DETECTION_MINER'] === 'IBT' ? 'IBT' : 'CrossEntropy';
+
+/** A condition: the held-out digits, pass k transformed by `apply(x, k)`. */
+interface Condition {
+  label: string;
+  apply: (x: Float32Array, pass: number) => Float32Array;
+}
+
+/** The classifier table's rows, with the figures the targets read. */
+interface ClassifierTable {
+  threshold: number;
+  rows: Array<Array<string | number>>;
+  /** The worst condition's joint minus cloud accuracy. */
+  worst: number;
+  /** Clean offload of joint inference minus the static cut's. */
+  cleanIncrease: number;
+}
+
+/** What every classifier condition shares: the models, the clean warm-up and the static cut. */
+interface ClassifierRun {
+  models: Models;
+  settings: StreamSettings;
+  warm: Scored;
+  threshold: number;
+}
+
+/** One condition's row: the static cut, and joint inference after a warm-up on clean traffic. */
+async function measureCondition(run: ClassifierRun, test: Split, condition: Condition) {
+  const { models, settings, warm, threshold } = run;
+  const s = await scoreSplit(models, passes(test, streamLength, condition.apply));
+  const window = newWindow(settings);
+  const current = { s: warm };
+  const deps = jointDeps(current, window, models.scorer, settings);
+  // Warm: the service has been running on clean traffic when the shift arrives.
+  await stream(deps, current, warm, { ...settings, seed: 3 });
+  const online = await stream(deps, current, s, settings);
+  const fixed = staticRun(s, threshold);
+  const cloud = accuracy(s.cloud, s.y, s.n);
+  const row = [
+    condition.label,
+    pct(accuracy(s.edge, s.y, s.n)),
+    pct(cloud),
+    pct(fixed.joint),
+    pct(fixed.offload),
+    pct(online.joint),
+    pct(online.joint - cloud),
+    pct(online.offload),
+    pct(online.shadow),
+    window.state().drift?.drifting ? 'yes' : 'no',
+  ];
+  return {
+    row,
+    jointMinusCloud: online.joint - cloud,
+    offloadIncrease: online.offload - fixed.offload,
   };
+}
+
+/** Every classifier condition: clean, then each perturbation of the suite. */
+async function classifierConditions(
+  data: ReturnType<typeof loadMnist>,
+  models: Models,
+  settings: StreamSettings,
+): Promise<ClassifierTable> {
   const validation = await scoreSplit(models, data.validation);
   const threshold = staticThreshold(validation, settings.objective);
   const warm = await scoreSplit(
     models,
     passes(data.validation, streamLength, (x) => x),
   );
-  const conditions = [
+  const conditions: Condition[] = [
     { label: 'clean', apply: (x: Float32Array) => x },
     ...perturbationSuite.map((p) => ({
       label: p.label,
       apply: (x: Float32Array, pass: number) => perturbImages(x, data.test.n, 28, 28, p, 11 + pass),
     })),
   ];
-  const pct = (v: number) => Number((100 * v).toFixed(2));
+  const run: ClassifierRun = { models, settings, warm, threshold };
   const rows: Array<Array<string | number>> = [];
   let worst = Infinity;
   let cleanIncrease = Number.NaN;
   for (const condition of conditions) {
-    const s = await scoreSplit(models, passes(data.test, streamLength, condition.apply));
-    const window = newWindow(settings);
-    const current = { s: warm };
-    const deps = jointDeps(current, window, models.scorer, settings);
-    // Warm: the service has been running on clean traffic when the shift arrives.
-    await stream(deps, current, warm, { ...settings, seed: 3 });
-    const online = await stream(deps, current, s, settings);
-    const fixed = staticRun(s, threshold);
-    const cloud = accuracy(s.cloud, s.y, s.n);
-    worst = Math.min(worst, online.joint - cloud);
-    if (condition.label === 'clean') cleanIncrease = online.offload - fixed.offload;
-    rows.push([
-      condition.label,
-      pct(accuracy(s.edge, s.y, s.n)),
-      pct(cloud),
-      pct(fixed.joint),
-      pct(fixed.offload),
-      pct(online.joint),
-      pct(online.joint - cloud),
-      pct(online.offload),
-      pct(online.shadow),
-      window.state().drift?.drifting ? 'yes' : 'no',
-    ]);
+    const measured = await measureCondition(run, data.test, condition);
+    worst = Math.min(worst, measured.jointMinusCloud);
+    if (condition.label === 'clean') cleanIncrease = measured.offloadIncrease;
+    rows.push(measured.row);
   }
-  const detection = await detectionConditions({
-    objective: settings.objective,
-    shadowRate: settings.shadowRate,
-    length: Number(process.env['DRIFT_DETECTION_STREAM'] ?? 5_000),
-    miner: process.env['DRIFT_DETECTION_MINER'] === 'IBT' ? 'IBT' : 'CrossEntropy',
-  });
-  const result = await episode(data, models);
-  await models.close();
+  return { threshold, rows, worst, cleanIncrease };
+}
+
+function printClassifier(table: ClassifierTable, heldOut: number): void {
   printTable(
-    `drift: ${streamLength} inputs per condition (passes over the ${data.test.n} held-out digits), objective ${objectivePoints} point (static Threshold ${threshold} from clean validation, as npm run calibrate picks it)`,
+    `drift: ${streamLength} inputs per condition (passes over the ${heldOut} held-out digits), objective ${objectivePoints} point (static Threshold ${table.threshold} from clean validation, as npm run calibrate picks it)`,
     [
       'condition',
       'edge',
@@ -160,10 +197,13 @@ async function main(): Promise<void> {
       'shadow',
       'drift at end',
     ],
-    rows,
+    table.rows,
   );
+}
+
+function printDetection(detection: readonly DetectionRow[]): void {
   printTable(
-    `drift, detection pair: mAP@0.5 on ${process.env['DRIFT_DETECTION_STREAM'] ?? 5_000} canvases per condition (passes over the 1,000 held-out ones), ${process.env['DRIFT_DETECTION_MINER'] === 'IBT' ? 'IBT' : 'CrossEntropy'}, NMS 0.6, objective 1 point`,
+    `drift, detection pair: mAP@0.5 on ${detectionStream} canvases per condition (passes over the 1,000 held-out ones), ${detectionMiner}, NMS 0.6, objective 1 point`,
     ['condition', 'edge', 'cloud', 'joint', 'joint - cloud', 'offload', 'shadow', 'drift at end'],
     detection.map((r) => [
       r.label,
@@ -176,7 +216,9 @@ async function main(): Promise<void> {
       r.drifting ? 'yes' : 'no',
     ]),
   );
-  const detectionWorst = Math.min(...detection.map((r) => r.joint - r.cloud));
+}
+
+function printEpisode(result: EpisodeResult): void {
   printTable(
     `drift episode over HTTP: two edge replicas and a cloud worker, ${episodeRequests} requests of 8 inputs per phase, objective 1 point`,
     ['phase', 'joint', 'cloud', 'joint - cloud', 'offload', 'shadow'],
@@ -192,6 +234,10 @@ async function main(): Promise<void> {
   process.stdout.write(
     `\ndrift reported ${result.detectionDelay} requests after the switch to ${episodeShift}; cleared ${result.clearDelay} requests after the return\n`,
   );
+}
+
+/** out/drift-episode.svg: offload, true and estimated loss and the drift flag over the episode. */
+async function plotEpisode(result: EpisodeResult): Promise<void> {
   const plot = new URL('../../../out/drift-episode.svg', import.meta.url);
   await writeLinePlot(plot, {
     title: `Drift episode: clean, ${episodeShift}, clean (objective 1 point, 2 edge replicas)`,
@@ -222,10 +268,19 @@ async function main(): Promise<void> {
     markers: false,
   });
   process.stdout.write(`plot: ${plot.pathname}\n`);
+}
+
+/** The JSON line's figures and targets. */
+function driftFigures(
+  classifier: ClassifierTable,
+  detection: readonly DetectionRow[],
+  result: EpisodeResult,
+): { figures: Record<string, number>; targets: Record<string, Target> } {
+  const { worst, cleanIncrease } = classifier;
+  const detectionWorst = Math.min(...detection.map((r) => r.joint - r.cloud));
   const episodeWorst = Math.min(...result.phases.map((p) => p.joint - p.cloud));
-  finish(
-    'drift',
-    {
+  return {
+    figures: {
       drift_worst_joint_minus_cloud: pct(worst),
       drift_clean_offload_increase: pct(cleanIncrease),
       drift_detection_delay_requests: result.detectionDelay,
@@ -234,7 +289,7 @@ async function main(): Promise<void> {
       drift_detection_pair_worst_joint_minus_cloud_map: pct(detectionWorst),
       drift_detection_pair_clean_offload: pct(detection[0]!.offload),
     },
-    {
+    targets: {
       drift_detection_delay_requests: {
         value: result.detectionDelay < 0 ? Infinity : result.detectionDelay,
         op: '<=',
@@ -253,7 +308,34 @@ async function main(): Promise<void> {
       drift_worst_joint_minus_cloud: { value: pct(worst), op: '>=', target: -1 },
       drift_clean_offload_increase: { value: pct(cleanIncrease), op: '<=', target: 3 },
     },
-  );
+  };
+}
+
+async function main(): Promise<void> {
+  const data = loadMnist();
+  const models = await loadModels();
+  const settings: StreamSettings = {
+    objective: objectivePoints / 100,
+    shadowRate: Number(process.env['SHADOW_RATE'] ?? 0.05),
+    requestRows: 16,
+    refreshEvery: 64,
+    seed: 7,
+  };
+  const classifier = await classifierConditions(data, models, settings);
+  const detection = await detectionConditions({
+    objective: settings.objective,
+    shadowRate: settings.shadowRate,
+    length: Number(detectionStream),
+    miner: detectionMiner,
+  });
+  const result = await episode(data, models);
+  await models.close();
+  printClassifier(classifier, data.test.n);
+  printDetection(detection);
+  printEpisode(result);
+  await plotEpisode(result);
+  const { figures, targets } = driftFigures(classifier, detection, result);
+  finish('drift', figures, targets);
 }
 
 export { main };

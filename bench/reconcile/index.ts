@@ -16,11 +16,12 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pMap from 'p-map';
 import { createReconciler } from '../../shared/controller/index.js';
-import type { PassReport } from '../../shared/controller/index.js';
+import type { PassReport, Reconciler } from '../../shared/controller/index.js';
 import { createKube, loadKubeConfig, meteredKube } from '../../shared/k8s/index.js';
 import type { Kube, KindName, Verb } from '../../shared/k8s/index.js';
 import { createTelemetry } from '../../shared/telemetry/index.js';
 import { finish, median, printTable } from '../support/report.js';
+import type { Target } from '../support/report.js';
 
 const services = Number(process.env['BENCH_SERVICES'] ?? 1000);
 const namespaces = 10;
@@ -63,33 +64,46 @@ function summarize(calls: Calls) {
   return { writes, gets, lists, maxListsPerKind: Math.max(0, ...lists.values()) };
 }
 
-export async function main(): Promise<void> {
-  const api = await startApiServer();
-  const calls: Calls = new Map();
+/** List calls over every kind. */
+function totalLists(lists: ReadonlyMap<string, number>): number {
+  return [...lists.values()].reduce((a, b) => a + b, 0);
+}
+
+/** What the controller's client has done since the last reset. */
+interface Meter {
+  calls: Calls;
+  /** Objects the controller reads: what an event costs the API server and the wire. */
+  objectsRead: number;
+}
+
+/** The controller's client: every call counted by verb and kind, every object read counted. */
+function meteredClient(kubeconfig: string, meter: Meter): Kube {
   const metered = meteredKube(
-    createKube(loadKubeConfig({ KUBECONFIG: api.kubeconfig })),
+    createKube(loadKubeConfig({ KUBECONFIG: kubeconfig })),
     (verb, kind) => {
       const k = `${verb} ${kind}`;
-      calls.set(k, (calls.get(k) ?? 0) + 1);
+      meter.calls.set(k, (meter.calls.get(k) ?? 0) + 1);
     },
   );
-  // Objects the controller reads: what an event costs the API server and the wire.
-  let objectsRead = 0;
-  const kube: Kube = {
+  return {
     ...metered,
     async get(ref) {
       const found = await metered.get(ref);
-      objectsRead += 1;
+      meter.objectsRead += 1;
       return found;
     },
     async list(kind, options) {
       const listed = await metered.list(kind, options);
-      objectsRead += listed.items.length;
+      meter.objectsRead += listed.items.length;
       return listed;
     },
   };
-  const setup = createKube(loadKubeConfig({ KUBECONFIG: api.kubeconfig }));
-  const ns = (i: number) => `team-${i % namespaces}`;
+}
+
+const ns = (i: number) => `team-${i % namespaces}`;
+
+/** The cluster before the first tick: the nodes, two Models per namespace, the services. */
+async function seedCluster(setup: Kube): Promise<void> {
   await pMap(
     Array.from({ length: Math.max(clusterNodes, 10) }, (_, n) => n),
     (n) => setup.create('node', undefined, { metadata: { name: `edge${n}` } }),
@@ -119,46 +133,62 @@ export async function main(): Promise<void> {
       }),
     { concurrency: 16 },
   );
+}
 
-  const reconciler = createReconciler({
-    kube,
-    settings: { image: 'edgeai:bench', upstreamStatusUrl: undefined, workerSecret: undefined },
-    heartbeatMs: 3_600_000,
-    log: createTelemetry({ functionName: 'bench', level: 'warn', processMetrics: false }).log,
-  });
-  const rows: Array<Array<string | number>> = [];
-  const tick = async (label: string) => {
-    calls.clear();
-    const started = performance.now();
-    const report: PassReport = await reconciler.tick();
-    const ms = performance.now() - started;
-    const s = summarize(calls);
-    rows.push([
-      label,
-      Math.round(ms),
-      s.writes,
-      s.gets,
-      [...s.lists.values()].reduce((a, b) => a + b, 0),
-      s.maxListsPerKind,
-      report.conflicts,
-      report.failed,
-    ]);
-    return { ms, ...s, report };
-  };
+/** The reconciler under test, its client's meter and the tick table's rows so far. */
+interface Ticks {
+  reconciler: Reconciler;
+  meter: Meter;
+  rows: Array<Array<string | number>>;
+}
 
-  // From empty: tick until a tick writes nothing.
-  let convergeMs = 0;
-  let convergeWrites = 0;
-  let convergeTicks = 0;
+/** One timed tick, its API calls counted and its row added to the table. */
+async function tick(ticks: Ticks, label: string) {
+  ticks.meter.calls.clear();
+  const started = performance.now();
+  const report: PassReport = await ticks.reconciler.tick();
+  const ms = performance.now() - started;
+  const s = summarize(ticks.meter.calls);
+  ticks.rows.push([
+    label,
+    Math.round(ms),
+    s.writes,
+    s.gets,
+    totalLists(s.lists),
+    s.maxListsPerKind,
+    report.conflicts,
+    report.failed,
+  ]);
+  return { ms, ...s, report };
+}
+
+type Tick = Awaited<ReturnType<typeof tick>>;
+
+/** Time and writes until convergence; `ticks` counts the tick that wrote nothing too. */
+interface Converged {
+  ms: number;
+  writes: number;
+  ticks: number;
+}
+
+/** From empty: tick until a tick writes nothing. */
+async function converge(ticks: Ticks): Promise<Converged> {
+  let ms = 0;
+  let writes = 0;
+  let count = 0;
   for (;;) {
-    const t = await tick(`converge ${convergeTicks + 1}`);
-    convergeTicks += 1;
+    const t = await tick(ticks, `converge ${count + 1}`);
+    count += 1;
     if (t.writes === 0) break;
-    convergeMs += t.ms;
-    convergeWrites += t.writes;
-    if (convergeTicks > 5) throw new Error('did not converge in 5 ticks');
+    ms += t.ms;
+    writes += t.writes;
+    if (count > 5) throw new Error('did not converge in 5 ticks');
   }
-  // Knative Serving's part: every worker Service becomes ready (not counted).
+  return { ms, writes, ticks: count };
+}
+
+/** Knative Serving's part: every worker Service becomes ready (not counted). */
+async function markWorkersReady(setup: Kube): Promise<void> {
   const workers = await setup.list('knativeService');
   await pMap(
     workers.items,
@@ -174,70 +204,117 @@ export async function main(): Promise<void> {
       ),
     { concurrency: 16 },
   );
-  const readyPass = await tick('workers ready');
-  const steady = [];
-  for (let i = 0; i < steadyTicks; i += 1) steady.push(await tick(`steady ${i + 1}`));
+}
 
-  // One event per service, one at a time, as a Trigger delivers them (nothing to write).
-  calls.clear();
-  objectsRead = 0;
-  const eventsStarted = performance.now();
-  let eventWrites = 0;
+/** The events' figures: per event, except `writes` (over all of them). */
+interface Events {
+  ms: number;
+  calls: number;
+  gets: number;
+  lists: number;
+  objects: number;
+  writes: number;
+}
+
+/** One event per service, one at a time, as a Trigger delivers them (nothing to write). */
+async function measureEvents(reconciler: Reconciler, meter: Meter): Promise<Events> {
+  meter.calls.clear();
+  meter.objectsRead = 0;
+  const started = performance.now();
+  let writes = 0;
   for (let i = 0; i < eventSamples; i += 1) {
-    eventWrites += (await reconciler.reconcileService(ns(i), `svc-${i}`)).writes;
+    writes += (await reconciler.reconcileService(ns(i), `svc-${i}`)).writes;
   }
-  const eventMs = (performance.now() - eventsStarted) / eventSamples;
-  const perEvent = summarize(calls);
-  const eventCalls =
-    (perEvent.gets + [...perEvent.lists.values()].reduce((a, b) => a + b, 0)) / eventSamples;
-  const eventObjects = objectsRead / eventSamples;
-  await api.stop();
+  const ms = (performance.now() - started) / eventSamples;
+  const perEvent = summarize(meter.calls);
+  return {
+    ms,
+    calls: (perEvent.gets + totalLists(perEvent.lists)) / eventSamples,
+    gets: perEvent.gets / eventSamples,
+    lists: totalLists(perEvent.lists) / eventSamples,
+    objects: meter.objectsRead / eventSamples,
+    writes,
+  };
+}
 
-  printTable(
-    `reconcile-tick over ${services} JointInferenceServices (${namespaces} namespaces, dev API server in its own process)`,
-    ['pass', 'ms', 'writes', 'gets', 'lists', 'max lists/kind', 'conflicts', 'failed'],
-    rows,
-  );
+function printEvents(events: Events): void {
   printTable(
     `one event per service (${eventSamples} services, ${clusterNodes} nodes in the cluster)`,
     ['per event', 'value'],
     [
-      ['ms', eventMs.toFixed(2)],
-      ['API calls', eventCalls.toFixed(2)],
-      ['gets', (perEvent.gets / eventSamples).toFixed(2)],
-      [
-        'lists',
-        ([...perEvent.lists.values()].reduce((a, b) => a + b, 0) / eventSamples).toFixed(2),
-      ],
-      ['objects read', eventObjects.toFixed(1)],
-      ['writes', (eventWrites / eventSamples).toFixed(2)],
+      ['ms', events.ms.toFixed(2)],
+      ['API calls', events.calls.toFixed(2)],
+      ['gets', events.gets.toFixed(2)],
+      ['lists', events.lists.toFixed(2)],
+      ['objects read', events.objects.toFixed(1)],
+      ['writes', (events.writes / eventSamples).toFixed(2)],
     ],
   );
+}
+
+/** The JSON line's figures and targets. */
+function reconcileFigures(
+  converged: Converged,
+  readyPass: Tick,
+  steady: readonly Tick[],
+  events: Events,
+): { figures: Record<string, number>; targets: Record<string, Target> } {
   const steadyMs = median(steady.map((s) => s.ms));
   const steadyWrites = Math.max(...steady.map((s) => s.writes));
   const steadyLists = Math.max(...steady.map((s) => s.maxListsPerKind));
-  finish(
-    'reconcile',
-    {
+  return {
+    figures: {
       services,
-      converge_ms: Math.round(convergeMs),
-      converge_writes: convergeWrites,
-      converge_ticks: convergeTicks - 1,
+      converge_ms: Math.round(converged.ms),
+      converge_writes: converged.writes,
+      converge_ticks: converged.ticks - 1,
       ready_pass_ms: Math.round(readyPass.ms),
       ready_pass_writes: readyPass.writes,
       steady_tick_ms: Math.round(steadyMs),
       steady_tick_writes: steadyWrites,
       steady_tick_max_lists_per_kind: steadyLists,
       cluster_nodes: clusterNodes,
-      event_ms: Number(eventMs.toFixed(2)),
-      event_api_calls: Number(eventCalls.toFixed(2)),
-      event_objects_read: Number(eventObjects.toFixed(1)),
-      event_writes: eventWrites,
+      event_ms: Number(events.ms.toFixed(2)),
+      event_api_calls: Number(events.calls.toFixed(2)),
+      event_objects_read: Number(events.objects.toFixed(1)),
+      event_writes: events.writes,
     },
-    {
-      event_objects_read: { value: eventObjects, op: '<=', target: 10 },
+    targets: {
+      event_objects_read: { value: events.objects, op: '<=', target: 10 },
       steady_tick_writes: { value: steadyWrites, op: '<=', target: 0 },
       steady_tick_max_lists_per_kind: { value: steadyLists, op: '<=', target: 1 },
     },
+  };
+}
+
+export async function main(): Promise<void> {
+  const api = await startApiServer();
+  const meter: Meter = { calls: new Map(), objectsRead: 0 };
+  const kube = meteredClient(api.kubeconfig, meter);
+  const setup = createKube(loadKubeConfig({ KUBECONFIG: api.kubeconfig }));
+  await seedCluster(setup);
+
+  const reconciler = createReconciler({
+    kube,
+    settings: { image: 'edgeai:bench', upstreamStatusUrl: undefined, workerSecret: undefined },
+    heartbeatMs: 3_600_000,
+    log: createTelemetry({ functionName: 'bench', level: 'warn', processMetrics: false }).log,
+  });
+  const ticks: Ticks = { reconciler, meter, rows: [] };
+  const converged = await converge(ticks);
+  await markWorkersReady(setup);
+  const readyPass = await tick(ticks, 'workers ready');
+  const steady: Tick[] = [];
+  for (let i = 0; i < steadyTicks; i += 1) steady.push(await tick(ticks, `steady ${i + 1}`));
+  const events = await measureEvents(reconciler, meter);
+  await api.stop();
+
+  printTable(
+    `reconcile-tick over ${services} JointInferenceServices (${namespaces} namespaces, dev API server in its own process)`,
+    ['pass', 'ms', 'writes', 'gets', 'lists', 'max lists/kind', 'conflicts', 'failed'],
+    ticks.rows,
   );
+  printEvents(events);
+  const { figures, targets } = reconcileFigures(converged, readyPass, steady, events);
+  finish('reconcile', figures, targets);
 }
