@@ -415,11 +415,26 @@ async function measureRolls(
   more: (count: number) => StreamRequest[],
   leaseGraceMs: number,
 ) {
-  const { topology } = scenario;
   const controller = await createDeployedController({
     network: readTrainedNetwork(new URL('models/', root), scenario),
-    topology,
+    topology: scenario.topology,
   });
+  try {
+    return await rollWith(controller, scenario.topology, store, held, more, leaseGraceMs);
+  } finally {
+    await controller.close();
+  }
+}
+
+/** The rolls of measureRolls with its controller (closed by the caller, whatever happens). */
+async function rollWith(
+  controller: AsetController,
+  topology: Scenario['topology'],
+  store: BindingStore,
+  held: StreamRequest[],
+  more: (count: number) => StreamRequest[],
+  leaseGraceMs: number,
+) {
   const log: RollLog = { windowLua: [], choose: [], rolled: 0, chosen: new Map() };
   const clock = { now: Date.now() };
   let errors = 0;
@@ -446,7 +461,6 @@ async function measureRolls(
     );
   }
   for (const id of live) await scheduler.end(id);
-  await controller.close();
   return {
     tick: summarize(tick),
     windowLua: summarize(log.windowLua),
@@ -839,32 +853,38 @@ export async function main(): Promise<void> {
   const base = `bench-aset-scheduler-${randomUUID()}`;
   const prefixes = { http: `${base}-http:`, inProcess: `${base}-proc:`, roll: `${base}-roll:` };
   printPlan(topology, batch, server, base);
-  const connections = await connect(url, prefixes, topology, settings);
-  const { admin, redis, stores } = connections;
+  // Everything opened so far is closed whatever fails next: a redis-server left running keeps
+  // the bench process from exiting.
+  let connections: Awaited<ReturnType<typeof connect>> | undefined;
+  let controller: AsetController | undefined;
   let fn: FunctionProcess | undefined;
-  const controller = await createDeployedController({
-    network: readTrainedNetwork(new URL('models/', root), scenario),
-    topology,
-  });
   try {
+    connections = await connect(url, prefixes, topology, settings);
+    controller = await createDeployedController({
+      network: readTrainedNetwork(new URL('models/', root), scenario),
+      topology,
+    });
     fn = await startFunction(url, prefixes.http);
     const inProcess = createAsetScheduler({
       topology,
-      store: stores.inProcess,
+      store: connections.stores.inProcess,
       controller,
       windowMs: settings.windowMs,
       leaseGraceMs: settings.leaseGraceMs,
       now: Date.now,
       uniform: Math.random,
     });
-    const setup = { fn, inProcess, commands: redis.inProcess.commands, source, batch };
+    const setup = { fn, inProcess, commands: connections.redis.inProcess.commands, source, batch };
     const measured = await measureAll(setup, connections, scenario, settings.leaseGraceMs);
     report(measured, batch, started);
   } finally {
     await fn?.stop();
-    await controller.close();
-    await deleteKeys(admin.client, base).catch(() => undefined);
-    for (const r of [admin, redis.http, redis.inProcess, redis.roll]) r.client.disconnect();
+    await controller?.close();
+    if (connections !== undefined) {
+      const { admin, redis } = connections;
+      await deleteKeys(admin.client, base).catch(() => undefined);
+      for (const r of [admin, redis.http, redis.inProcess, redis.roll]) r.client.disconnect();
+    }
     await server?.stop();
   }
 }
