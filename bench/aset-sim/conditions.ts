@@ -126,13 +126,5 @@ function conditionsOf(settings: Settings): Condition[] {
 /** The validation runs' duration (600 s, a quarter of it with --quick). */
 const validationMs = (settings: Settings) => (settings.quick ? constantMs / 4 : constantMs);
 
-export {
-  conditionsOf,
-  loadKey,
-  oracleLookaheads,
-  settingsFrom,
-  sweepLambdas,
-  thresholdGrid,
-  validationMs,
-};
+export { conditionsOf, oracleLookaheads, settingsFrom, thresholdGrid, validationMs };
 export type { Condition, Settings };

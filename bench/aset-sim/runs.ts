@@ -61,5 +61,5 @@ function progress(message: string): void {
   process.stderr.write(`aset-sim: ${message}\n`);
 }
 
-export { RunStore, percent, progress, runnerKey, snake, successOf };
+export { RunStore, percent, progress, snake, successOf };
 export type { AnyRunner, AsetRunner };

@@ -38,5 +38,5 @@ function formatCi({ mean, halfWidth }: MeanCi, digits = 2): string {
     : `${mean.toFixed(digits)} ± ${halfWidth.toFixed(digits)}`;
 }
 
-export { meanCi, formatCi, t975 };
+export { meanCi, formatCi };
 export type { MeanCi };

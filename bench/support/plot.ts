@@ -140,5 +140,5 @@ async function writeLinePlot(file: URL | string, options: LinePlotOptions): Prom
   await writeFile(path, svg);
 }
 
-export { linePlotSpec, renderLinePlot, writeLinePlot };
+export { writeLinePlot };
 export type { LinePlotOptions, PlotPoint, PlotRule, PlotSeries };

@@ -453,5 +453,4 @@ export {
   openApiV2DocumentType,
   openApiV2Protobuf,
   protobufContentType,
-  protobufMediaTypes,
 };

@@ -118,5 +118,5 @@ function withAttribute(event: BrokerEvent, name: string, value: string | undefin
   return { attributes, data: event.data };
 }
 
-export { decodeHttpEvent, binaryHeaders, withAttribute, headerString };
+export { decodeHttpEvent, binaryHeaders, withAttribute };
 export type { BrokerEvent };

@@ -50,4 +50,4 @@ function probeOnce(port: number, probe: Probe | undefined): Promise<boolean> {
   });
 }
 
-export { defaultPath, probeOnce };
+export { probeOnce };

@@ -155,8 +155,6 @@ class ObservationRecorder {
 }
 
 export {
-  delayBinEdgesMs,
-  rateBinEdgesFps,
   featuresPerWorker,
   featureNames,
   binOffset,

@@ -8,16 +8,8 @@ import type { Condition } from './types.js';
  * Types the reconciler sets (seed 004's Created/Running/Restarting/Failed, plus Ready/Degraded,
  * and DataDrift once the edge reports a drift test).
  */
-const conditionTypes = [
-  'Ready',
-  'Created',
-  'Running',
-  'Restarting',
-  'Failed',
-  'Degraded',
-  'DataDrift',
-] as const;
-type ConditionType = (typeof conditionTypes)[number];
+type ConditionType =
+  'Ready' | 'Created' | 'Running' | 'Restarting' | 'Failed' | 'Degraded' | 'DataDrift';
 
 interface ConditionState {
   type: ConditionType;
@@ -54,5 +46,5 @@ function findCondition(
   return conditions?.find((c) => c.type === type);
 }
 
-export { conditionTypes, mergeConditions, findCondition };
+export { mergeConditions, findCondition };
 export type { ConditionType, ConditionState };

@@ -381,5 +381,5 @@ function desiredState(
   };
 }
 
-export { desiredState, placementNodes, maxServiceNameLength, dns1035Label, ownerReference };
+export { desiredState, placementNodes, dns1035Label, ownerReference };
 export type { Desired, WorkerSettings };

@@ -129,7 +129,6 @@ function errorAnswer(err: unknown): ErrorAnswer {
 }
 
 export {
-  AppError,
   ValidationError,
   UnauthorizedError,
   ForbiddenError,

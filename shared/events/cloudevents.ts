@@ -259,5 +259,5 @@ function encodeBinary(event: OutgoingEvent): { headers: Record<string, string>; 
   return { headers, body: event.data === undefined ? '' : JSON.stringify(event.data) };
 }
 
-export { decodeEvent, encodeBinary, eventMode, headerValue };
+export { decodeEvent, encodeBinary, headerValue };
 export type { IncomingEvent, OutgoingEvent };

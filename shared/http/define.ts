@@ -101,8 +101,7 @@ type AlignBodyAt = (
   headers: Readonly<Record<string, string | string[] | undefined>>,
 ) => number | undefined;
 
-const httpMethods = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
-type HttpMethod = (typeof httpMethods)[number];
+type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
 /** Binds a CloudEvent type to a data schema and a handler that receives parsed data. */
 function onEvent<S extends z.ZodType>(spec: {
@@ -220,7 +219,7 @@ function defineFunction(definition: {
   });
 }
 
-export { defineFunction, onEvent, onRequest, onRawRequest, httpMethods };
+export { defineFunction, onEvent, onRequest, onRawRequest };
 export type {
   Answer,
   EventRoute,

@@ -45,4 +45,4 @@ function minerFromConfig(hem: {
   }
 }
 
-export { minerFromConfig, isHemName };
+export { minerFromConfig };

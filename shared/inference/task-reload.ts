@@ -86,4 +86,4 @@ function watchTask(options: {
   return { poll, stop };
 }
 
-export { watchTask, minerFromTask };
+export { watchTask };

@@ -261,7 +261,6 @@ export {
   sliceRows,
   pickRows,
   concatRows,
-  fitsShape,
   checkTensor,
   toHalf,
   fromHalf,

@@ -137,7 +137,6 @@ const nodeTokenSecret = {
 
 export {
   workerMessage,
-  workerStates,
   reportRoute,
   reportPath,
   serviceParams,

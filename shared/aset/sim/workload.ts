@@ -303,7 +303,6 @@ function queriesOf(stream: Stream): number {
 
 export {
   constantLambda,
-  cycleSchedule,
   burstLambdaPattern,
   fallingLambdaPattern,
   randomLambdaSchedule,
