@@ -10,6 +10,7 @@ import { pino } from 'pino';
 import { loadEdgeConfig } from '../../shared/inference/config.js';
 import { outcomes, pick, score, sweep } from '../../shared/inference/calibrate.js';
 import { createMiner } from '../../shared/inference/hem.js';
+import type { HardExampleMiner } from '../../shared/inference/hem.js';
 import { jointInfer, WorkerCounters } from '../../shared/inference/joint.js';
 import type { JointDeps } from '../../shared/inference/joint.js';
 import { loadOnnxModel } from '../../shared/inference/onnx-runtime.js';
@@ -134,19 +135,33 @@ interface StreamSettings {
   seed: number;
 }
 
+/** A joint path replayed over outputs computed beforehand, for both tiers. */
+interface Replay {
+  signature: Signature;
+  task: TaskAdapter;
+  /** The edge's and the cloud's model outputs for a request's rows. */
+  edge(inputs: Readonly<Tensors>): Tensors;
+  cloud(inputs: Readonly<Tensors>): Tensors;
+  /** A model output whose first dimension is the request's rows. */
+  rowsFrom: string;
+  /** The input the drift detector scores. */
+  scored: string;
+  scorer: OutlierScorer;
+  miner: HardExampleMiner;
+  window: QualityWindow;
+  shadowRate: number;
+  /** Seeds the shadow sampling; `seed + 1` the outlier sampling. */
+  seed: number;
+}
+
 /** The joint path over precomputed outputs: a fake pool and cloud, everything else real. */
-function jointDeps(
-  current: { s: Scored },
-  window: QualityWindow,
-  scorer: OutlierScorer,
-  settings: StreamSettings,
-): JointDeps {
+function replayDeps(replay: Replay): JointDeps {
+  const { task } = replay;
   // Scored as a worker scores with its defaults: a sample of requests, their first rows.
   const drift = loadEdgeConfig({}).quality;
-  const task: TaskAdapter = createTaskAdapter({ kind: 'classification' }, signature, undefined);
   const pool: InferencePool = {
-    signature,
-    infer: (inputs) => Promise.resolve(rowsOf(current.s.edge, inputs)),
+    signature: replay.signature,
+    infer: (inputs) => Promise.resolve(replay.edge(inputs)),
     queuedRows: () => 0,
     close: () => Promise.resolve(),
   };
@@ -155,30 +170,52 @@ function jointDeps(
     task,
     cloud: {
       infer: (inputs) => {
-        const out = rowsOf(current.s.cloud, inputs);
+        const out = replay.cloud(inputs);
         return Promise.resolve(
-          task.toTensors(task.fromModel(out, out['probabilities']!.shape[0]!)),
+          task.toTensors(task.fromModel(out, out[replay.rowsFrom]!.shape[0]!)),
         );
       },
       breakerState: () => 'closed',
     },
-    miner: createMiner('Threshold', {}),
+    miner: replay.miner,
     settings: { miningMode: 'inference-then-mining', offload: 'sync', fallback: 'edge-result' },
     counters: new WorkerCounters(),
-    quality: window,
+    quality: replay.window,
     shadow: createShadow({
-      rate: settings.shadowRate,
+      rate: replay.shadowRate,
       maxInFlight: 64,
-      random: seededRandom(settings.seed),
+      random: seededRandom(replay.seed),
     }),
     outliers: {
-      score: (inputs, rows) => scorer.score(inputs['input']!, rows),
-      cut: scorer.reference.quantiles.p95,
+      score: (inputs, rows) => replay.scorer.score(inputs[replay.scored]!, rows),
+      cut: replay.scorer.reference.quantiles.p95,
       sampleRate: drift.driftSampleRate,
       sampleRows: drift.driftSampleRows,
-      random: seededRandom(settings.seed + 1),
+      random: seededRandom(replay.seed + 1),
     },
   };
+}
+
+/** The classifier pair's joint path, the Threshold miner at the objective's cut. */
+function jointDeps(
+  current: { s: Scored },
+  window: QualityWindow,
+  scorer: OutlierScorer,
+  settings: StreamSettings,
+): JointDeps {
+  return replayDeps({
+    signature,
+    task: createTaskAdapter({ kind: 'classification' }, signature, undefined),
+    edge: (inputs) => rowsOf(current.s.edge, inputs),
+    cloud: (inputs) => rowsOf(current.s.cloud, inputs),
+    rowsFrom: 'probabilities',
+    scored: 'input',
+    scorer,
+    miner: createMiner('Threshold', {}),
+    window,
+    shadowRate: settings.shadowRate,
+    seed: settings.seed,
+  });
 }
 
 interface StreamPoint {
@@ -286,5 +323,6 @@ export {
   newWindow,
   accuracy,
   benchWindowOptions,
+  replayDeps,
 };
 export type { Scored, Models, StreamSettings, StreamPoint };

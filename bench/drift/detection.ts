@@ -7,17 +7,15 @@
  * differ from the cloud's.
  */
 import { readFileSync } from 'node:fs';
-import { loadEdgeConfig } from '../../shared/inference/config.js';
 import { createMiner } from '../../shared/inference/hem.js';
-import { jointInfer, WorkerCounters } from '../../shared/inference/joint.js';
+import { jointInfer } from '../../shared/inference/joint.js';
 import type { JointDeps } from '../../shared/inference/joint.js';
 import { openOnnxModel } from '../../shared/inference/onnx-runtime.js';
 import { createOutlierScorer, parseDriftReference } from '../../shared/inference/outlier.js';
-import type { DriftReference, OutlierScorer } from '../../shared/inference/outlier.js';
-import type { InferencePool, Tensors } from '../../shared/inference/pool.js';
+import type { OutlierScorer } from '../../shared/inference/outlier.js';
+import type { Tensors } from '../../shared/inference/pool.js';
 import { createQualityWindow } from '../../shared/inference/quality-window.js';
 import type { QualityWindow } from '../../shared/inference/quality-window.js';
-import { createShadow } from '../../shared/inference/shadow.js';
 import { createTaskAdapter } from '../../shared/inference/task.js';
 import type { TaskAdapter, TaskResult } from '../../shared/inference/task.js';
 import type { Signature, Tensor } from '../../shared/inference/tensor.js';
@@ -30,9 +28,8 @@ import type { DetectionSplit } from '../../shared/training/detection-data.js';
 import { meanAveragePrecision } from '../../shared/training/detection-metrics.js';
 import { detectionSuite, perturbImages, translateBoxes } from '../../shared/training/perturb.js';
 import type { Perturbation } from '../../shared/training/perturb.js';
-import { seededRandom } from '../../shared/random/index.js';
 import { scoredBoxes } from '../support/detections.js';
-import { benchWindowOptions } from './conditions.js';
+import { benchWindowOptions, replayDeps } from './conditions.js';
 
 const root = new URL('../../../', import.meta.url);
 const outputs = ['boxes', 'scores', 'class_scores'] as const;
@@ -136,23 +133,18 @@ interface DetectionSettings {
   miner: 'CrossEntropy' | 'IBT';
 }
 
-/** What every condition shares: the task adapter and the detector's drift reference. */
+/** What every condition shares: the task adapter and the scorer of the detector's drift reference. */
 interface Detector {
   task: TaskAdapter;
-  reference: DriftReference;
   scorer: OutlierScorer;
-  defaults: ReturnType<typeof loadEdgeConfig>['quality'];
 }
 
 function openDetector(): Detector {
-  // Scored as a worker scores with its defaults: a sample of requests, their first rows.
-  const defaults = loadEdgeConfig({}).quality;
   const task = createTaskAdapter({ kind: 'detection' }, signature, 0.6);
   const reference = parseDriftReference(
     JSON.parse(readFileSync(new URL('models/detector-edge.drift.json', root), 'utf8')),
   );
-  const scorer = createOutlierScorer(reference, signature.inputs[0]!);
-  return { task, reference, scorer, defaults };
+  return { task, scorer: createOutlierScorer(reference, signature.inputs[0]!) };
 }
 
 async function outputsOf(split: DetectionSplit): Promise<Stream> {
@@ -180,46 +172,29 @@ function conditionSplit(
   );
 }
 
-/** The joint path over `current`'s model outputs: a fake pool and cloud, everything else real. */
+/** The detector pair's joint path over `current`'s model outputs, with the chosen miner. */
 function detectionDeps(
   detector: Detector,
   current: { s: Stream },
   window: QualityWindow,
   settings: DetectionSettings,
 ): JointDeps {
-  const { task, reference, scorer, defaults } = detector;
-  const pool: InferencePool = {
+  return replayDeps({
     signature,
-    infer: (inputs) => Promise.resolve(rowsOf(current.s.edge, inputs)),
-    queuedRows: () => 0,
-    close: () => Promise.resolve(),
-  };
-  return {
-    edge: pool,
-    task,
-    cloud: {
-      infer: (inputs) => {
-        const out = rowsOf(current.s.cloud, inputs);
-        return Promise.resolve(task.toTensors(task.fromModel(out, out['scores']!.shape[0]!)));
-      },
-      breakerState: () => 'closed',
-    },
+    task: detector.task,
+    edge: (inputs) => rowsOf(current.s.edge, inputs),
+    cloud: (inputs) => rowsOf(current.s.cloud, inputs),
+    rowsFrom: 'scores',
+    scored: 'image',
+    scorer: detector.scorer,
     miner:
       settings.miner === 'IBT'
         ? createMiner('IBT', { thresholdImg: 0.35, thresholdBox: 0.7 })
         : createMiner('CrossEntropy', {}),
-    settings: { miningMode: 'inference-then-mining', offload: 'sync', fallback: 'edge-result' },
-    counters: new WorkerCounters(),
-    quality: window,
-    shadow: createShadow({ rate: settings.shadowRate, maxInFlight: 64, random: seededRandom(7) }),
-    outliers: {
-      score: (inputs, rows) => scorer.score(inputs['image']!, rows),
-      cut: reference.quantiles.p95,
-      sampleRate: defaults.driftSampleRate,
-      sampleRows: defaults.driftSampleRows,
-      random: seededRandom(8),
-    },
-  };
+    window,
+    shadowRate: settings.shadowRate,
+    seed: 7,
+  });
 }
 
 /** `stream` through `deps` in requests of 8 canvases, in order; the window refreshed every 64. */
