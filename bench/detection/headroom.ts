@@ -37,10 +37,17 @@ function auc(rank: readonly number[], positive: readonly boolean[]): number {
   return wins / (pos.length * neg.length);
 }
 
-/** How many positives the top `share` of `rank` (hardest first, ties by index) holds. */
-function recallAt(rank: readonly number[], positive: readonly boolean[], share: number): number {
+/** The first `share` of the canvases in the order of `rank`, hardest first, ties by index. */
+function hardest(rank: readonly number[], share: number): boolean[] {
   const order = rank.map((_, i) => i).sort((a, b) => rank[b]! - rank[a]! || a - b);
-  return order.slice(0, Math.floor(share * rank.length)).filter((i) => positive[i]).length;
+  const hard = new Array<boolean>(rank.length).fill(false);
+  for (const i of order.slice(0, Math.floor(share * rank.length))) hard[i] = true;
+  return hard;
+}
+
+/** How many positives the top `share` of `rank` holds. */
+function recallAt(rank: readonly number[], positive: readonly boolean[], share: number): number {
+  return hardest(rank, share).filter((hard, i) => hard && positive[i]).length;
 }
 
 interface Ranking {
@@ -154,5 +161,5 @@ function printHeadroom(
   };
 }
 
-export { printHeadroom, canvasErrors, auc };
+export { printHeadroom, canvasErrors, auc, hardest };
 export type { Ranking };

@@ -29,7 +29,7 @@ import type { ScoredBox } from '../../shared/training/detection-metrics.js';
 import { writeLinePlot } from '../support/plot.js';
 import { scoredBoxes } from '../support/detections.js';
 import { finish, printTable } from '../support/report.js';
-import { printHeadroom } from './headroom.js';
+import { hardest, printHeadroom } from './headroom.js';
 
 const root = new URL('../../../', import.meta.url);
 const batch = 64;
@@ -157,10 +157,7 @@ function jointByRank(
   rank: readonly number[],
   share: number,
 ): number {
-  const order = rank.map((_, i) => i).sort((a, b) => rank[b]! - rank[a]! || a - b);
-  const hard = new Array<boolean>(split.n).fill(false);
-  for (const i of order.slice(0, Math.floor(share * split.n))) hard[i] = true;
-  return joint(split, edge, cloud, hard).map;
+  return joint(split, edge, cloud, hardest(rank, share)).map;
 }
 
 /** The edge's summed box uncertainty: a ranking no shipped miner uses. */
