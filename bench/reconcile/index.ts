@@ -3,7 +3,7 @@
  * client-node against the development API server running in its own process (as a real API
  * server would). Reports the time and API calls to converge from empty, the pass after Knative
  * marks the workers ready, and steady-state ticks; then one ApiServerSource-style event per
- * service (reconcileService), with the API calls and objects each event reads. The cluster has
+ * service (reconcile), with the API calls and objects each event reads. The cluster has
  * BENCH_NODES nodes (default 1,000), as a real one would; the services use ten of them. Targets:
  * a steady tick makes 0 writes and at most 1 list call per kind; an event reads at most 10
  * objects, whatever the cluster's size.
@@ -15,8 +15,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import pMap from 'p-map';
-import { createReconciler } from '../../shared/controller/index.js';
-import type { PassReport, Reconciler } from '../../shared/controller/index.js';
+import { createController, jointInferenceKind } from '../../shared/controller/index.js';
+import type { Controller, PassReport } from '../../shared/controller/index.js';
 import { createKube, loadKubeConfig, meteredKube } from '../../shared/k8s/index.js';
 import type { Kube, KindName, Verb } from '../../shared/k8s/index.js';
 import { createTelemetry } from '../../shared/telemetry/index.js';
@@ -137,7 +137,7 @@ async function seedCluster(setup: Kube): Promise<void> {
 
 /** The reconciler under test, its client's meter and the tick table's rows so far. */
 interface Ticks {
-  reconciler: Reconciler;
+  reconciler: Controller;
   meter: Meter;
   rows: Array<Array<string | number>>;
 }
@@ -217,13 +217,13 @@ interface Events {
 }
 
 /** One event per service, one at a time, as a Trigger delivers them (nothing to write). */
-async function measureEvents(reconciler: Reconciler, meter: Meter): Promise<Events> {
+async function measureEvents(reconciler: Controller, meter: Meter): Promise<Events> {
   meter.calls.clear();
   meter.objectsRead = 0;
   const started = performance.now();
   let writes = 0;
   for (let i = 0; i < eventSamples; i += 1) {
-    writes += (await reconciler.reconcileService(ns(i), `svc-${i}`)).writes;
+    writes += (await reconciler.reconcile('jointInferenceService', ns(i), `svc-${i}`)).writes;
   }
   const ms = (performance.now() - started) / eventSamples;
   const perEvent = summarize(meter.calls);
@@ -294,9 +294,15 @@ export async function main(): Promise<void> {
   const setup = createKube(loadKubeConfig({ KUBECONFIG: api.kubeconfig }));
   await seedCluster(setup);
 
-  const reconciler = createReconciler({
+  const reconciler = createController({
     kube,
-    settings: { image: 'edgeai:bench', upstreamStatusUrl: undefined, workerSecret: undefined },
+    kinds: [
+      jointInferenceKind({
+        image: 'edgeai:bench',
+        upstreamStatusUrl: undefined,
+        workerSecret: undefined,
+      }),
+    ],
     heartbeatMs: 3_600_000,
     log: createTelemetry({ functionName: 'bench', level: 'warn', processMetrics: false }).log,
   });

@@ -1,9 +1,10 @@
-/** reconcile-tick: the JointInferenceService and MLGraph controller (see shared/controller). */
+/** reconcile-tick: the control plane's one reconcile engine and its kinds (see shared/controller). */
 import type { FunctionFactory } from '../../shared/http/index.js';
 import {
-  createGraphReconciler,
-  createReconciler,
+  createController,
+  jointInferenceKind,
   loadControllerConfig,
+  mlGraphKind,
   reconcileTickDefinition,
 } from '../../shared/controller/index.js';
 import { createKube, loadKubeConfig } from '../../shared/k8s/index.js';
@@ -11,16 +12,15 @@ import { createKube, loadKubeConfig } from '../../shared/k8s/index.js';
 const factory: FunctionFactory = async ({ telemetry }) => {
   const config = loadControllerConfig();
   const kube = createKube(loadKubeConfig());
-  const options = {
+  const controller = createController({
     kube,
-    settings: config.workers,
+    kinds: [jointInferenceKind(config.workers), mlGraphKind(config.graphs)],
     heartbeatMs: config.heartbeatMs,
     concurrency: config.concurrency,
     log: telemetry.log,
-  };
+  });
   const definition = reconcileTickDefinition({
-    reconciler: createReconciler(options),
-    graphs: createGraphReconciler({ ...options, settings: config.graphs }),
+    controller,
     readiness: [{ name: 'kubernetes', check: () => kube.ping() }],
   });
   return { definition, close: async () => {} };

@@ -8,20 +8,8 @@ import { ConflictError, NotFoundError } from '../errors/index.js';
 import { apiVersion, kinds } from '../k8s/index.js';
 import type { Kube, KubeObject } from '../k8s/index.js';
 import type { Logger } from '../telemetry/index.js';
-
-/**
- * The writes a controller's decision asks for, whichever resource owns them: the
- * JointInferenceService's Action and the MLGraph's GraphAction are both of this shape.
- */
-type WriteAction =
-  | { kind: 'create'; object: KubeObject }
-  | { kind: 'update'; name: string; patch: Record<string, unknown> }
-  | { kind: 'delete'; name: string }
-  | { kind: 'status'; resourceVersion: string; status: Record<string, unknown> }
-  | { kind: 'event'; type: 'Normal' | 'Warning'; reason: string; message: string };
-
-/** The resource whose status is written and which the events are about. */
-type OwnerKind = 'jointInferenceService' | 'mlGraph';
+import type { Action } from './actions.js';
+import type { OwnerKind } from './ownership.js';
 
 interface ApplyResult {
   /** API writes made (events included). */
@@ -35,16 +23,16 @@ interface ApplyContext {
   now: () => Date;
   /** Names the writer in Kubernetes Events. */
   component: string;
-  /** Default jointInferenceService. */
-  owner?: OwnerKind;
+  /** The kind of the resource whose status is written and which the events are about. */
+  owner: OwnerKind;
 }
 
 function eventObject(
   service: KubeObject,
-  action: Extract<WriteAction, { kind: 'event' }>,
+  action: Extract<Action, { kind: 'event' }>,
   context: ApplyContext,
 ) {
-  const owner = kinds[context.owner ?? 'jointInferenceService'];
+  const owner = kinds[context.owner];
   const time = context.now().toISOString();
   return {
     metadata: {
@@ -73,7 +61,7 @@ function eventObject(
 async function write(
   kube: Kube,
   service: KubeObject,
-  action: WriteAction,
+  action: Action,
   context: ApplyContext,
 ): Promise<boolean> {
   const namespace = service.metadata.namespace ?? '';
@@ -91,11 +79,11 @@ async function write(
 async function applyActions(
   kube: Kube,
   service: KubeObject,
-  actions: readonly WriteAction[],
+  actions: readonly Action[],
   context: ApplyContext,
 ): Promise<ApplyResult> {
   const namespace = service.metadata.namespace ?? '';
-  const kind = context.owner ?? 'jointInferenceService';
+  const kind = context.owner;
   const ref = { kind, namespace, name: service.metadata.name };
   let writes = 0;
   for (const action of actions) {
@@ -140,4 +128,4 @@ async function applyActions(
 }
 
 export { applyActions };
-export type { ApplyResult, ApplyContext, WriteAction, OwnerKind };
+export type { ApplyResult, ApplyContext };

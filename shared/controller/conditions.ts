@@ -1,7 +1,11 @@
 /**
  * Status conditions, one entry per type, updated in place: lastTransitionTime moves only when the
- * status flips, so a reconcile that finds nothing new writes nothing (and wakes nobody).
+ * status flips, so a reconcile that finds nothing new writes nothing (and wakes nobody). Every kind
+ * tells of its conditions' changes with the same events: a warning for trouble, Normal for
+ * recovery.
  */
+import { event } from './actions.js';
+import type { EventAction } from './actions.js';
 import type { Condition } from './types.js';
 
 /**
@@ -46,5 +50,40 @@ function findCondition(
   return conditions?.find((c) => c.type === type);
 }
 
-export { mergeConditions, findCondition };
+/** The event for one condition's change from `before`, if the change is news. */
+function transitionEvent(
+  before: { status: string } | undefined,
+  state: ConditionState,
+): EventAction | undefined {
+  const bad =
+    (state.type === 'Ready' && state.status === 'False') ||
+    (state.type === 'Created' && state.status === 'False') ||
+    (state.type === 'Degraded' && state.status === 'True');
+  if (bad) return event('Warning', state.reason, state.message);
+  if (state.type === 'Ready' && state.status === 'True')
+    return event('Normal', 'Ready', state.message);
+  if (state.type === 'DataDrift' && state.status === 'True')
+    return event('Warning', 'DataDrift', state.message);
+  // Only a drift that ends is news: a first report of no drift says nothing happened.
+  if (state.type === 'DataDrift' && state.status === 'False' && before?.status === 'True')
+    return event('Normal', 'NoDrift', state.message);
+  return undefined;
+}
+
+/** Events for the conditions whose status or reason changed from `previous`. */
+function transitionEvents(
+  previous: readonly Condition[] | undefined,
+  next: readonly ConditionState[],
+): EventAction[] {
+  const events: EventAction[] = [];
+  for (const state of next) {
+    const before = findCondition(previous, state.type);
+    if (before?.status === state.status && before.reason === state.reason) continue;
+    const news = transitionEvent(before, state);
+    if (news !== undefined) events.push(news);
+  }
+  return events;
+}
+
+export { mergeConditions, findCondition, transitionEvents };
 export type { ConditionType, ConditionState };

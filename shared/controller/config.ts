@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { readEnv } from '../config/index.js';
 import type { Env } from '../config/index.js';
-import type { WorkerSettings } from './desired.js';
+import type { WorkerSettings } from './knative-service.js';
 
 const schema = z.object({
   WORKER_IMAGE: z.string().min(1, 'required: the image edge and cloud workers run'),

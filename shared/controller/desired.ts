@@ -5,25 +5,16 @@
  */
 import { jointInferenceServiceSpec, modelSpec } from '../crds/index.js';
 import type { JointInferenceServiceSpec, ModelSpec } from '../crds/index.js';
-import { apiVersion, kinds } from '../k8s/index.js';
 import type { KubeObject } from '../k8s/index.js';
 // The workers' environment is a contract with their config (shared/inference/config.ts).
 import { inferenceNodeOptions } from '../messages/worker-env.js';
 import { nodeTokenSecret } from '../messages/worker-message.js';
 import type { WorkerEnv, WorkerEnvName } from '../messages/worker-env.js';
+import { knativeService, serviceAnnotations as annotations } from './knative-service.js';
+import type { EnvVar, WorkerSettings } from './knative-service.js';
 import type { RestartPolicy } from './restart.js';
-import { annotations, labels, managerName, roles, workerName } from './types.js';
+import { labels, roles, workerName } from './types.js';
 import type { Role, ServiceObject } from './types.js';
-
-/** Operator-wide settings for the workers (see functions/reconcile-tick for the variables). */
-interface WorkerSettings {
-  /** The one image of all functions; FUNCTION_TARGET picks edge-infer or cloud-infer. */
-  image: string;
-  /** Where edge workers report (upstream-status's URL as edge nodes reach it). */
-  upstreamStatusUrl: string | undefined;
-  /** A Secret whose keys become every worker's environment (e.g. REDIS_URL). */
-  workerSecret: string | undefined;
-}
 
 /** Why a spec cannot be deployed; the reason becomes a condition reason. */
 type Problem = {
@@ -51,23 +42,6 @@ const dns1035Label = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 
 /** `kubernetes.io/hostname` is a label, so its value (the nodeName) is at most 63 characters. */
 const maxLabelValueLength = 63;
-
-const workerPort = 8080;
-
-/** The controller's reference from what it deploys to the resource that owns it (cascade). */
-function ownerReference(
-  kind: typeof kinds.jointInferenceService | typeof kinds.mlGraph,
-  owner: KubeObject,
-) {
-  return {
-    apiVersion: apiVersion(kind),
-    kind: kind.kind,
-    name: owner.metadata.name,
-    uid: owner.metadata.uid ?? '',
-    controller: true,
-    blockOwnerDeletion: true,
-  };
-}
 
 function selectorText(selector: Readonly<Record<string, string>>): string {
   return Object.entries(selector)
@@ -120,11 +94,7 @@ function checkPlacement(
   return undefined;
 }
 
-type EnvVar =
-  | { name: WorkerEnvName; value: string }
-  | { name: WorkerEnvName; valueFrom: Record<string, Record<string, unknown>> };
-
-function env(values: WorkerEnv): EnvVar[] {
+function env(values: WorkerEnv): EnvVar<WorkerEnvName>[] {
   return (Object.entries(values) as Array<[WorkerEnvName, string | number | undefined]>)
     .filter((entry): entry is [WorkerEnvName, string | number] => entry[1] !== undefined)
     .map(([name, value]) => ({ name, value: String(value) }));
@@ -143,10 +113,10 @@ function edgeVariables(
   service: { name: string; namespace: string },
   common: WorkerEnv,
   settings: WorkerSettings,
-): EnvVar[] {
+): EnvVar<WorkerEnvName>[] {
   const edge = spec.edgeWorker;
   const hem = edge.hardExampleAlgorithm;
-  const variables: EnvVar[] = [
+  const variables: EnvVar<WorkerEnvName>[] = [
     ...env({
       ...common,
       HEM_NAME: hem.name,
@@ -211,11 +181,6 @@ function workerService(
 ): KubeObject {
   const { name, namespace = '' } = service.metadata;
   const worker = role === 'edge' ? spec.edgeWorker : spec.cloudWorker;
-  const roleLabels = {
-    [labels.managedBy]: managerName,
-    [labels.service]: name,
-    [labels.role]: role,
-  };
   const common: WorkerEnv = {
     FUNCTION_TARGET: role === 'edge' ? 'edge-infer' : 'cloud-infer',
     EDGEAI_SERVICE: `${namespace}/${name}`,
@@ -229,45 +194,19 @@ function workerService(
     TASK: worker.task === undefined ? undefined : JSON.stringify(worker.task),
     NODE_OPTIONS: inferenceNodeOptions,
   };
-  const variables =
-    role === 'edge' ? edgeVariables(spec, { name, namespace }, common, settings) : env(common);
   const template = templateSettings(worker);
-  const serviceLabels: Record<string, string> = { ...roleLabels };
-  // The cloud worker is reached only from inside the cluster (by the edge workers).
-  if (role === 'cloud') serviceLabels['networking.knative.dev/visibility'] = 'cluster-local';
-  return {
-    apiVersion: apiVersion(kinds.knativeService),
-    kind: kinds.knativeService.kind,
-    metadata: {
-      name: workerName(name, role),
-      namespace,
-      labels: serviceLabels,
-      annotations: { [annotations.generation]: String(service.metadata.generation ?? 0) },
-      ownerReferences: [ownerReference(kinds.jointInferenceService, service)],
-    },
-    spec: {
-      template: {
-        metadata: { labels: roleLabels, annotations: template.annotations },
-        spec: {
-          ...(Object.keys(template.nodeSelector).length > 0
-            ? { nodeSelector: template.nodeSelector }
-            : {}),
-          containers: [
-            {
-              name: 'worker',
-              image: settings.image,
-              ports: [{ containerPort: workerPort }],
-              env: variables,
-              ...(settings.workerSecret === undefined
-                ? {}
-                : { envFrom: [{ secretRef: { name: settings.workerSecret, optional: true } }] }),
-              readinessProbe: { httpGet: { path: '/health/readiness' } },
-            },
-          ],
-        },
-      },
-    },
-  };
+  return knativeService({
+    kind: 'jointInferenceService',
+    owner: service,
+    name: workerName(name, role),
+    labels: { [labels.service]: name, [labels.role]: role },
+    // The cloud worker is reached only from inside the cluster (by the edge workers).
+    clusterLocal: role === 'cloud',
+    env: role === 'edge' ? edgeVariables(spec, { name, namespace }, common, settings) : env(common),
+    nodeSelector: template.nodeSelector,
+    templateAnnotations: template.annotations,
+    settings,
+  });
 }
 
 /** The spec, or why it cannot be deployed: names that would not make valid worker names. */
@@ -381,5 +320,5 @@ function desiredState(
   };
 }
 
-export { desiredState, placementNodes, dns1035Label, ownerReference };
-export type { Desired, WorkerSettings };
+export { desiredState, placementNodes, dns1035Label };
+export type { Desired };

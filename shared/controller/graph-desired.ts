@@ -7,13 +7,13 @@
 import type { z } from 'zod';
 import { graphProblems, mlGraphSpec } from '../crds/index.js';
 import type { GraphNode, MLGraphSpec, mlGraphStatus } from '../crds/index.js';
-import { apiVersion, kinds } from '../k8s/index.js';
 import type { KubeObject } from '../k8s/index.js';
 // MLGRAPH_GRAPH is a contract with the executor, which parses it with this same schema.
 import { graphPlan } from '../messages/graph-plan.js';
-import { dns1035Label, ownerReference } from './desired.js';
-import type { WorkerSettings } from './desired.js';
-import { annotations, labels, managerName, workerName } from './types.js';
+import { dns1035Label } from './desired.js';
+import { knativeService } from './knative-service.js';
+import type { WorkerSettings } from './knative-service.js';
+import { workerName } from './types.js';
 
 type MLGraphStatus = z.output<typeof mlGraphStatus>;
 type PlanInput = z.input<typeof graphPlan>;
@@ -36,7 +36,6 @@ const executorNode = 'executor';
 /** Knative names a revision `<service>-00001`, and that must stay a 63-character DNS label. */
 const maxGraphServiceName = 63 - '-00001'.length;
 const defaultTimeoutMs = 30_000;
-const workerPort = 8080;
 
 type GraphDesired =
   | { valid: false; reason: 'InvalidGraph'; message: string }
@@ -146,48 +145,17 @@ function graphService(
   env: Record<string, string | number>,
   settings: WorkerSettings,
 ): KubeObject {
-  const { name: graphName, namespace = '' } = graph.metadata;
-  const podLabels = {
-    [labels.managedBy]: managerName,
-    [graphLabels.graph]: graphName,
-    [graphLabels.node]: node,
-  };
   const executor = node === executorNode;
-  // The executor is the graph's entry; the nodes are reached only by it, inside the cluster.
-  const serviceLabels = executor
-    ? podLabels
-    : { ...podLabels, 'networking.knative.dev/visibility': 'cluster-local' };
-  return {
-    apiVersion: apiVersion(kinds.knativeService),
-    kind: kinds.knativeService.kind,
-    metadata: {
-      name: executor ? graphName : nodeServiceName(graphName, node),
-      namespace,
-      labels: serviceLabels,
-      annotations: { [annotations.generation]: String(graph.metadata.generation ?? 0) },
-      ownerReferences: [ownerReference(kinds.mlGraph, graph)],
-    },
-    spec: {
-      template: {
-        metadata: { labels: podLabels, annotations: {} },
-        spec: {
-          containers: [
-            {
-              name: 'worker',
-              image: settings.image,
-              ports: [{ containerPort: workerPort }],
-              env: Object.entries(env).map(([k, v]) => ({ name: k, value: String(v) })),
-              // Routers and joiners keep their state in Redis (REDIS_URL in the Secret).
-              ...(settings.workerSecret === undefined
-                ? {}
-                : { envFrom: [{ secretRef: { name: settings.workerSecret, optional: true } }] }),
-              readinessProbe: { httpGet: { path: '/health/readiness' } },
-            },
-          ],
-        },
-      },
-    },
-  };
+  return knativeService({
+    kind: 'mlGraph',
+    owner: graph,
+    name: executor ? graph.metadata.name : nodeServiceName(graph.metadata.name, node),
+    labels: { [graphLabels.graph]: graph.metadata.name, [graphLabels.node]: node },
+    // The executor is the graph's entry; the nodes are reached only by it, inside the cluster.
+    clusterLocal: !executor,
+    env: Object.entries(env).map(([k, v]) => ({ name: k, value: String(v) })),
+    settings,
+  });
 }
 
 function nodeEnv(node: GraphNode, spec: MLGraphSpec, key: string): Record<string, string | number> {

@@ -4,22 +4,23 @@
  * when nothing differs, so the status writes it makes do not wake it up forever through its own
  * ApiServerSource.
  */
-import { isDeepStrictEqual } from 'node:util';
 import type { KubeObject } from '../k8s/index.js';
-import { findCondition, mergeConditions } from './conditions.js';
+import { changedFields, event, statusAction } from './actions.js';
+import type { Action, DecideOptions } from './actions.js';
+import { mergeConditions, transitionEvents } from './conditions.js';
 import type { ConditionState } from './conditions.js';
+import { serviceReadiness, workerDrift } from './drift.js';
+import type { Readiness } from './drift.js';
 import { executorNode, graphLabels, storedNodeCount } from './graph-desired.js';
 import type { GraphDesired, GraphObject, MLGraphStatus } from './graph-desired.js';
-import { serviceReadiness, workerDrift } from './reconcile.js';
-import type { ReconcileOptions } from './reconcile.js';
-import { kinds } from '../k8s/index.js';
+import { controlledBy } from './ownership.js';
 
 interface GraphObserved {
   graph: GraphObject;
-  /** The Knative Services labelled for this graph, by name, whoever owns them. */
+  /** The Knative Services it controls (ownership.ts), by name. */
   services: ReadonlyMap<string, KubeObject>;
   /**
-   * Service names the graph wants that a Knative Service outside the label query holds (someone
+   * Service names the graph wants that a Knative Service it does not control holds (someone
    * else's): creating them would fail on every pass, so the status says why instead.
    */
   taken?: readonly string[];
@@ -27,15 +28,8 @@ interface GraphObserved {
   missingModels?: readonly string[];
 }
 
-type GraphAction =
-  | { kind: 'create'; node: string; object: KubeObject }
-  | { kind: 'update'; node: string; name: string; patch: Record<string, unknown> }
-  | { kind: 'delete'; name: string }
-  /** Conditional on `resourceVersion`: a concurrent writer makes it fail and the pass re-run. */
-  | { kind: 'status'; resourceVersion: string; status: Record<string, unknown> }
-  | { kind: 'event'; type: 'Normal' | 'Warning'; reason: string; message: string };
-
-type Readiness = ReturnType<typeof serviceReadiness>;
+/** The engine's writes, each Service write naming its node. */
+type GraphAction = Action<{ node: string }>;
 
 /** How one wanted Service stands after this pass's writes. */
 interface ServiceView {
@@ -52,16 +46,8 @@ const rollingOut: Readiness = {
   message: 'latest spec not yet rolled out',
 };
 
-/** Controlled by this graph (this incarnation of it: a recreated graph has a new uid). */
-function ownedBy(service: KubeObject, graph: GraphObject): boolean {
-  return (service.metadata.ownerReferences ?? []).some(
-    (ref) =>
-      ref['controller'] === true &&
-      ref['kind'] === kinds.mlGraph.kind &&
-      ref['name'] === graph.metadata.name &&
-      (graph.metadata.uid === undefined || ref['uid'] === graph.metadata.uid),
-  );
-}
+const ownedBy = (service: KubeObject, graph: GraphObject) =>
+  controlledBy(service, 'mlGraph', graph);
 
 function nodeOf(service: KubeObject): string {
   return service.metadata.labels?.[graphLabels.node] ?? executorNode;
@@ -127,10 +113,6 @@ function serviceEvent(action: GraphAction, generation: number): GraphAction[] {
   return [];
 }
 
-function event(type: 'Normal' | 'Warning', reason: string, message: string): GraphAction {
-  return { kind: 'event', type, reason, message };
-}
-
 function listed(views: readonly ServiceView[]): string {
   return views.map((v) => v.name).join(', ');
 }
@@ -174,40 +156,23 @@ function graphUrl(observed: GraphObserved): string | undefined {
   return typeof url === 'string' ? url : undefined;
 }
 
-/** The status fields that differ (null removes one), or undefined when none do. */
-function statusPatch(
+/** The status write, if any field differs or the heartbeat is due. */
+function statusWrite(
   observed: GraphObserved,
   ready: ConditionState,
   now: Date,
-  options: ReconcileOptions,
-): Record<string, unknown> | undefined {
+  options: DecideOptions,
+): GraphAction | undefined {
   const { graph } = observed;
   const previous: MLGraphStatus = graph.status ?? {};
-  const wanted: Partial<Record<keyof MLGraphStatus, unknown>> = {
+  const conditions = mergeConditions(previous.conditions, [ready], now.toISOString());
+  const patch = changedFields(previous, {
     observedGeneration: graph.metadata.generation ?? 0,
     url: graphUrl(observed),
     nodeCount: storedNodeCount(graph),
-  };
-  const patch: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(wanted)) {
-    if (!isDeepStrictEqual(previous[k as keyof MLGraphStatus], v)) patch[k] = v ?? null;
-  }
-  const nowIso = now.toISOString();
-  const conditions = mergeConditions(previous.conditions, [ready], nowIso);
-  if (!isDeepStrictEqual(previous.conditions, conditions)) patch['conditions'] = conditions;
-  const last =
-    previous.lastReconcileTime === undefined ? 0 : Date.parse(previous.lastReconcileTime);
-  const heartbeatDue = now.getTime() - last >= options.heartbeatMs;
-  if (Object.keys(patch).length === 0 && !heartbeatDue) return undefined;
-  return { ...patch, lastReconcileTime: nowIso };
-}
-
-function transitionEvents(graph: GraphObject, ready: ConditionState): GraphAction[] {
-  const before = findCondition(graph.status?.conditions, 'Ready');
-  if (before?.status === ready.status && before.reason === ready.reason) return [];
-  if (ready.status === 'False') return [event('Warning', ready.reason, ready.message)];
-  if (ready.status === 'True') return [event('Normal', 'Ready', ready.message)];
-  return [];
+    conditions,
+  });
+  return statusAction(graph, patch, now, options);
 }
 
 /** The writes that make the stored state match the desired one (see the file comment). */
@@ -215,7 +180,7 @@ function reconcileGraph(
   observed: GraphObserved,
   desired: GraphDesired,
   now: Date,
-  options: ReconcileOptions,
+  options: DecideOptions,
 ): GraphAction[] {
   const steps = desired.valid ? desired.services.map((s) => serviceStep(observed, s)) : [];
   // An invalid graph changes nothing: its Services keep serving the last valid spec.
@@ -230,23 +195,15 @@ function reconcileGraph(
     steps.map((s) => s.view),
     observed.missingModels,
   );
-  const status = statusPatch(observed, ready, now, options);
+  const status = statusWrite(observed, ready, now, options);
   const generation = observed.graph.metadata.generation ?? 0;
   return [
-    ...(status === undefined
-      ? []
-      : [
-          {
-            kind: 'status' as const,
-            resourceVersion: observed.graph.metadata.resourceVersion ?? '',
-            status,
-          },
-        ]),
+    ...(status === undefined ? [] : [status]),
     ...writes,
     ...writes.flatMap((w) => serviceEvent(w, generation)),
-    ...transitionEvents(observed.graph, ready),
+    ...transitionEvents(observed.graph.status?.conditions, [ready]),
   ];
 }
 
-export { reconcileGraph, ownedBy };
+export { reconcileGraph };
 export type { GraphAction, GraphObserved };

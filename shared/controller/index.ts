@@ -1,14 +1,14 @@
 /**
- * The JointInferenceService and MLGraph controllers: desired Services, the pure decisions, their
- * adapters.
+ * The control plane: one reconcile engine (engine.ts) and the kinds registered with it
+ * (joint-inference.ts, ml-graph.ts), each a desired state and a pure decision.
  */
 export { placementNodes } from './desired.js';
-export { covers } from './reconcile.js';
-export { createReconciler } from './reconciler.js';
-export { createGraphReconciler } from './graph-reconciler.js';
-export type { GraphReconciler } from './graph-reconciler.js';
+export { covers } from './drift.js';
+export { createController } from './engine.js';
+export type { Controller, PassReport, TickReport } from './engine.js';
+export { jointInferenceKind } from './joint-inference.js';
+export { mlGraphKind } from './ml-graph.js';
 export { kubeObjectData } from './source-events.js';
-export type { Reconciler, PassReport } from './reconciler.js';
 export type { ServiceObject } from './types.js';
 export { loadControllerConfig } from './config.js';
 export { reconcileTickDefinition } from './definition.js';

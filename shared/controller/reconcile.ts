@@ -8,16 +8,21 @@
 import { isDeepStrictEqual } from 'node:util';
 import type { JointInferenceServiceStatus } from '../crds/index.js';
 import type { KubeObject } from '../k8s/index.js';
-import { findCondition, mergeConditions } from './conditions.js';
+import { changedFields, statusAction } from './actions.js';
+import type { Action as EngineAction, DecideOptions } from './actions.js';
+import { findCondition, mergeConditions, transitionEvents } from './conditions.js';
 import type { ConditionState } from './conditions.js';
 import type { Desired } from './desired.js';
 import { restartDecision } from './restart.js';
-import { annotations, roles, workerName } from './types.js';
+import { path, serviceReadiness, workerDrift } from './drift.js';
+import type { Readiness } from './drift.js';
+import { serviceAnnotations as annotations } from './knative-service.js';
+import { roles, workerName } from './types.js';
 import type { Role, ServiceObject, WorkerStatus } from './types.js';
 
 interface Observed {
   service: ServiceObject;
-  /** The worker Services found for it (by label), whoever owns them now. */
+  /** The worker Services it controls (ownership.ts). */
   workers: Partial<Record<Role, KubeObject>>;
   /**
    * Roles whose worker name is held by a Knative Service that is not this service's worker
@@ -26,140 +31,8 @@ interface Observed {
   taken?: readonly Role[];
 }
 
-type Action =
-  | { kind: 'create'; role: Role; object: KubeObject }
-  | { kind: 'update'; role: Role; name: string; patch: Record<string, unknown> }
-  /** Conditional on `resourceVersion`: a concurrent writer makes it fail and the pass re-run. */
-  | { kind: 'status'; resourceVersion: string; status: Record<string, unknown> }
-  | { kind: 'event'; type: 'Normal' | 'Warning'; reason: string; message: string };
-
-interface ReconcileOptions {
-  /** Rewrite lastReconcileTime when it is older than this, even if nothing else changed. */
-  heartbeatMs: number;
-}
-
-/** True when every field of `wanted` is in `actual` with the same value (arrays: same length). */
-function covers(actual: unknown, wanted: unknown): boolean {
-  if (Array.isArray(wanted)) {
-    return (
-      Array.isArray(actual) &&
-      actual.length === wanted.length &&
-      wanted.every((item, i) => covers(actual[i], item))
-    );
-  }
-  if (typeof wanted === 'object' && wanted !== null) {
-    if (typeof actual !== 'object' || actual === null || Array.isArray(actual)) return false;
-    const record = actual as Record<string, unknown>;
-    return Object.entries(wanted).every(([k, v]) => covers(record[k], v));
-  }
-  return actual === wanted;
-}
-
-function path(object: unknown, ...keys: string[]): unknown {
-  let at = object;
-  for (const k of keys) {
-    if (typeof at !== 'object' || at === null) return undefined;
-    at = (at as Record<string, unknown>)[k];
-  }
-  return at;
-}
-
-/**
- * A merge patch must name the keys to drop with null: those of the maps the controller owns that
- * are stored but no longer wanted. (Fields Knative defaults in are left alone.)
- */
-function removals(
-  stored: unknown,
-  wanted: Record<string, string>,
-  owned: (key: string) => boolean,
-): Record<string, string | null> {
-  const result: Record<string, string | null> = { ...wanted };
-  if (typeof stored === 'object' && stored !== null) {
-    for (const k of Object.keys(stored)) if (!(k in wanted) && owned(k)) result[k] = null;
-  }
-  return result;
-}
-
-const ownedTemplateAnnotations = new Set<string>([
-  annotations.minScale,
-  annotations.maxScale,
-  annotations.restartedAt,
-]);
-
-function hasStale(stored: unknown, wanted: Record<string, string>, owned: (k: string) => boolean) {
-  return Object.values(removals(stored, wanted, owned)).some((v) => v === null);
-}
-
-/**
- * The patch that brings the stored worker to the wanted one in the fields we own, if any differ.
- * `specChanged` is false when only metadata differs: Knative then keeps the same generation and
- * the worker stays as ready as it was.
- */
-function workerDrift(
-  stored: KubeObject,
-  wanted: KubeObject,
-): { patch: Record<string, unknown>; specChanged: boolean } | undefined {
-  const storedTemplate = path(stored, 'spec', 'template');
-  const wantedAnnotations = (path(wanted, 'spec', 'template', 'metadata', 'annotations') ??
-    {}) as Record<string, string>;
-  const wantedSelector = (path(wanted, 'spec', 'template', 'spec', 'nodeSelector') ?? {}) as Record<
-    string,
-    string
-  >;
-  const storedAnnotations = path(storedTemplate, 'metadata', 'annotations');
-  const storedSelector = path(storedTemplate, 'spec', 'nodeSelector');
-  const specChanged =
-    !covers(stored['spec'], wanted['spec']) ||
-    hasStale(storedAnnotations, wantedAnnotations, (k) => ownedTemplateAnnotations.has(k)) ||
-    hasStale(storedSelector, wantedSelector, () => true);
-  if (!specChanged && covers(stored.metadata, wanted.metadata)) return undefined;
-  const wantedSpec = wanted['spec'] as { template: { metadata: object; spec: object } };
-  const patch = {
-    metadata: {
-      labels: wanted.metadata.labels,
-      annotations: wanted.metadata.annotations,
-      ownerReferences: wanted.metadata.ownerReferences,
-    },
-    spec: {
-      template: {
-        metadata: {
-          ...wantedSpec.template.metadata,
-          annotations: removals(storedAnnotations, wantedAnnotations, (k) =>
-            ownedTemplateAnnotations.has(k),
-          ),
-        },
-        spec: {
-          ...wantedSpec.template.spec,
-          nodeSelector:
-            Object.keys(wantedSelector).length === 0 && storedSelector === undefined
-              ? undefined
-              : removals(storedSelector, wantedSelector, () => true),
-        },
-      },
-    },
-  };
-  return { patch, specChanged };
-}
-
-type Readiness = { status: 'True' | 'False' | 'Unknown'; reason: string; message: string };
-
-/** A Knative Service's Ready condition, Unknown until it has seen its latest spec. */
-function serviceReadiness(worker: KubeObject | undefined): Readiness {
-  if (worker === undefined)
-    return { status: 'Unknown', reason: 'Absent', message: 'no worker Service' };
-  const status = worker['status'] as
-    { observedGeneration?: number; conditions?: Array<Record<string, unknown>> } | undefined;
-  if (status?.observedGeneration !== worker.metadata.generation) {
-    return { status: 'Unknown', reason: 'Deploying', message: 'latest spec not yet rolled out' };
-  }
-  const ready = status?.conditions?.find((c) => c['type'] === 'Ready');
-  const value = ready?.['status'];
-  return {
-    status: value === 'True' || value === 'False' ? value : 'Unknown',
-    reason: typeof ready?.['reason'] === 'string' ? ready['reason'] : 'Deploying',
-    message: typeof ready?.['message'] === 'string' ? ready['message'] : '',
-  };
-}
+/** The engine's writes, each worker write naming its role. */
+type Action = EngineAction<{ role: Role }>;
 
 interface WorkerView {
   status: WorkerStatus;
@@ -515,45 +388,6 @@ function driftCondition(status: JointInferenceServiceStatus): ConditionState | u
     : { type: 'DataDrift', status: 'False', reason: 'NoDrift', message };
 }
 
-/** The event for one condition's change from `before`, if the change is news. */
-function transitionEvent(
-  before: { status: string } | undefined,
-  state: ConditionState,
-): Action | undefined {
-  const event = (type: 'Normal' | 'Warning', reason: string): Action => ({
-    kind: 'event',
-    type,
-    reason,
-    message: state.message,
-  });
-  const bad =
-    (state.type === 'Ready' && state.status === 'False') ||
-    (state.type === 'Created' && state.status === 'False') ||
-    (state.type === 'Degraded' && state.status === 'True');
-  if (bad) return event('Warning', state.reason);
-  if (state.type === 'Ready' && state.status === 'True') return event('Normal', 'Ready');
-  if (state.type === 'DataDrift' && state.status === 'True') return event('Warning', 'DataDrift');
-  // Only a drift that ends is news: a first report of no drift says nothing happened.
-  if (state.type === 'DataDrift' && state.status === 'False' && before?.status === 'True')
-    return event('Normal', 'NoDrift');
-  return undefined;
-}
-
-/** Events for the conditions that changed status: warnings for trouble, Normal for recovery. */
-function transitionEvents(
-  previous: JointInferenceServiceStatus['conditions'],
-  next: readonly ConditionState[],
-): Action[] {
-  const events: Action[] = [];
-  for (const state of next) {
-    const before = findCondition(previous, state.type);
-    if (before?.status === state.status && before.reason === state.reason) continue;
-    const event = transitionEvent(before, state);
-    if (event !== undefined) events.push(event);
-  }
-  return events;
-}
-
 /** One role's decision: its recorded status, how it shows, its worker write and its events. */
 interface WorkerPlan {
   status: WorkerStatus;
@@ -664,11 +498,7 @@ function statusPatch(
   conditions: JointInferenceServiceStatus['conditions'],
   statuses: Record<Role, WorkerStatus>,
 ): Record<string, unknown> {
-  const patch: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(wanted)) {
-    if (!isDeepStrictEqual(previous[k as keyof JointInferenceServiceStatus], v)) patch[k] = v;
-  }
-  if (!isDeepStrictEqual(previous.conditions, conditions)) patch['conditions'] = conditions;
+  const patch = changedFields(previous, { ...wanted, conditions });
   const workersPatch: Record<string, WorkerStatus> = {};
   for (const role of roles) {
     if (!isDeepStrictEqual(previous.workers?.[role] ?? {}, statuses[role]))
@@ -683,7 +513,7 @@ function reconcile(
   observed: Observed,
   desired: Desired,
   now: Date,
-  options: ReconcileOptions,
+  options: DecideOptions,
 ): Action[] {
   const nowIso = now.toISOString();
   const { service } = observed;
@@ -707,18 +537,13 @@ function reconcile(
     failedWorkers: roles.filter((r) => views[r].permanent).length,
   };
   const conditions = mergeConditions(previous.conditions, conditionStates, nowIso);
-  const patch = statusPatch(previous, wanted, conditions, statuses);
-  const last =
-    previous.lastReconcileTime === undefined ? 0 : Date.parse(previous.lastReconcileTime);
-  const heartbeatDue = now.getTime() - last >= options.heartbeatMs;
-  const actions: Action[] = [];
-  if (Object.keys(patch).length > 0 || heartbeatDue) {
-    actions.push({
-      kind: 'status',
-      resourceVersion: service.metadata.resourceVersion ?? '',
-      status: { ...patch, lastReconcileTime: nowIso },
-    });
-  }
+  const status = statusAction(
+    service,
+    statusPatch(previous, wanted, conditions, statuses),
+    now,
+    options,
+  );
+  const actions: Action[] = status === undefined ? [] : [status];
   // Applied in this order (apply.ts): the status first (a conflict stops the pass before any
   // other write), then the workers, then the events that tell of them.
   for (const role of roles) if (plans[role].write !== undefined) actions.push(plans[role].write);
@@ -727,5 +552,5 @@ function reconcile(
   return actions;
 }
 
-export { reconcile, covers, serviceReadiness, workerDrift };
-export type { Action, Observed, ReconcileOptions };
+export { reconcile };
+export type { Action, Observed };

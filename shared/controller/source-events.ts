@@ -1,13 +1,13 @@
 /**
  * ApiServerSource (Resource mode) events: the data is the changed object. This decides which
- * JointInferenceService or MLGraph an event concerns: the object itself, or the owner of a
- * Knative Service the controller manages.
+ * resource an event concerns: the object itself, the owner of a Knative Service the controller
+ * manages (by its controller reference), or the users of a Model.
  */
 import { z } from 'zod';
 import { ValidationError } from '../errors/index.js';
 import { apiVersion, kinds } from '../k8s/index.js';
-import { graphLabels } from './graph-desired.js';
-import { labels, managerName } from './types.js';
+import type { ReferencedKind } from './engine.js';
+import type { OwnerKind } from './ownership.js';
 
 /** The part of a Kubernetes object the controllers look at; the rest passes through. */
 const kubeObjectData = z
@@ -38,58 +38,46 @@ const kubeObjectData = z
 
 type KubeObjectData = z.output<typeof kubeObjectData>;
 
-/** What an event asks to reconcile: one service, the services using a Model, or one graph. */
+/** What an event asks to reconcile: one resource, or the resources that use a Model. */
 type Target =
-  | { kind: 'service'; namespace: string; name: string }
-  | { kind: 'model'; namespace: string; model: string }
-  | { kind: 'graph'; namespace: string; name: string };
+  | { kind: 'owner'; owner: OwnerKind; namespace: string; name: string }
+  | { kind: 'users'; of: ReferencedKind; namespace: string; name: string };
 
 const group = apiVersion(kinds.jointInferenceService);
 const ksvc = apiVersion(kinds.knativeService);
 
-/** The controller's own kinds, and what an event about each of them asks for. */
-const ownKinds: ReadonlyArray<{
-  kind: string;
-  target: (namespace: string, name: string) => Target;
-}> = [
-  {
-    kind: kinds.jointInferenceService.kind,
-    target: (namespace, name) => ({ kind: 'service', namespace, name }),
-  },
-  { kind: kinds.model.kind, target: (namespace, model) => ({ kind: 'model', namespace, model }) },
-  { kind: kinds.mlGraph.kind, target: (namespace, name) => ({ kind: 'graph', namespace, name }) },
-];
+const ownerTarget =
+  (owner: OwnerKind) =>
+  (namespace: string, name: string): Target => ({ kind: 'owner', owner, namespace, name });
 
-/** The owner of a Knative Service: its controller reference, else the labels it was made with. */
+/** The controller's own kinds, by their Kubernetes kind, and what an event about one asks. */
+const ownKinds = new Map<string, (namespace: string, name: string) => Target>([
+  [kinds.jointInferenceService.kind, ownerTarget('jointInferenceService')],
+  [kinds.model.kind, (namespace, name) => ({ kind: 'users', of: 'model', namespace, name })],
+  [kinds.mlGraph.kind, ownerTarget('mlGraph')],
+]);
+
+/** The owner of a Knative Service: its controller reference, if one of ours (ownership.ts). */
 function ownerOf(object: KubeObjectData, namespace: string): Target | undefined {
   const controller = object.metadata.ownerReferences?.find(
     (ref) => ref.controller === true && ref.apiVersion === group,
   );
-  if (controller?.kind === kinds.jointInferenceService.kind)
-    return { kind: 'service', namespace, name: controller.name };
-  if (controller?.kind === kinds.mlGraph.kind)
-    return { kind: 'graph', namespace, name: controller.name };
-  const objectLabels = object.metadata.labels ?? {};
-  if (objectLabels[labels.managedBy] !== managerName) return undefined;
-  const service = objectLabels[labels.service];
-  if (service !== undefined) return { kind: 'service', namespace, name: service };
-  const graph = objectLabels[graphLabels.graph];
-  if (graph !== undefined) return { kind: 'graph', namespace, name: graph };
-  return undefined;
+  const target = controller === undefined ? undefined : ownKinds.get(controller.kind);
+  const owner = controller === undefined ? undefined : target?.(namespace, controller.name);
+  return owner?.kind === 'owner' ? owner : undefined;
 }
 
 /**
  * What to reconcile for an event about `object`: undefined when the object is a Knative Service
- * the controller does not manage. An object of any other kind is a wiring mistake (the
+ * the controller does not own. An object of any other kind is a wiring mistake (the
  * ApiServerSource watches more than it should): a 400 naming the kind.
  */
 function targetOf(object: KubeObjectData): Target | undefined {
-  const own =
-    object.apiVersion === group ? ownKinds.find((k) => k.kind === object.kind) : undefined;
+  const own = object.apiVersion === group ? ownKinds.get(object.kind) : undefined;
   const isKsvc = object.apiVersion === ksvc && object.kind === kinds.knativeService.kind;
   if (own === undefined && !isKsvc) {
     throw new ValidationError(
-      `data.kind: ApiServerSource event for ${object.apiVersion} ${object.kind} is not handled (expected ${group} ${ownKinds.map((k) => k.kind).join(', ')}, or ${ksvc} ${kinds.knativeService.kind})`,
+      `data.kind: ApiServerSource event for ${object.apiVersion} ${object.kind} is not handled (expected ${group} ${[...ownKinds.keys()].join(', ')}, or ${ksvc} ${kinds.knativeService.kind})`,
     );
   }
   const namespace = object.metadata.namespace;
@@ -98,9 +86,7 @@ function targetOf(object: KubeObjectData): Target | undefined {
       `data.metadata.namespace: required for ${object.kind} ${object.metadata.name}`,
     );
   }
-  return own === undefined
-    ? ownerOf(object, namespace)
-    : own.target(namespace, object.metadata.name);
+  return own === undefined ? ownerOf(object, namespace) : own(namespace, object.metadata.name);
 }
 
 export { kubeObjectData, targetOf };

@@ -1,6 +1,7 @@
 /** The objects the controllers read, as they come from the API server (specs not yet trusted). */
 import type { JointInferenceServiceStatus } from '../crds/index.js';
 import type { KubeObject } from '../k8s/index.js';
+import { managedBy } from './knative-service.js';
 
 const roles = ['edge', 'cloud'] as const;
 /** A JointInferenceService has one worker of each role. */
@@ -17,23 +18,15 @@ interface ServiceObject extends KubeObject {
 
 /** Labels on every worker Service, so one list call per tick finds them all. */
 const labels = Object.freeze({
-  managedBy: 'app.kubernetes.io/managed-by',
+  managedBy: managedBy.label,
   service: 'edgeai.io/jointinferenceservice',
   role: 'edgeai.io/worker',
 });
-const managerName = 'edgeai';
-
-/** Annotations the controller owns on worker Services. */
-const annotations = Object.freeze({
-  generation: 'edgeai.io/generation',
-  restartedAt: 'edgeai.io/restarted-at',
-  minScale: 'autoscaling.knative.dev/min-scale',
-  maxScale: 'autoscaling.knative.dev/max-scale',
-});
+const managerName = managedBy.value;
 
 function workerName(service: string, role: Role): string {
   return `${service}-${role}`;
 }
 
-export { roles, labels, managerName, annotations, workerName };
+export { roles, labels, managerName, workerName };
 export type { Role, Condition, WorkerStatus, ServiceObject };

@@ -5,8 +5,8 @@
  */
 import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createReconciler } from '../../../shared/controller/index.js';
-import type { Reconciler, ServiceObject } from '../../../shared/controller/index.js';
+import { createController, jointInferenceKind } from '../../../shared/controller/index.js';
+import type { Controller, ServiceObject } from '../../../shared/controller/index.js';
 import { buildServer } from '../../../shared/http/index.js';
 import {
   createReportCounters,
@@ -36,7 +36,7 @@ describe('DataDrift through upstream-status and reconcile-tick', () => {
   let api: TestApiServer;
   let redis: TestRedis;
   let upstream: Listening;
-  let reconciler: Reconciler;
+  let reconciler: Controller;
   let objects: CustomObjectsApi;
   let core: CoreV1Api;
   let clock = Date.parse('2026-11-22T10:00:00Z');
@@ -138,9 +138,15 @@ describe('DataDrift through upstream-status and reconcile-tick', () => {
         },
       ),
     );
-    reconciler = createReconciler({
+    reconciler = createController({
       kube: api.kube,
-      settings: { image: 'edgeai:test', upstreamStatusUrl: undefined, workerSecret: undefined },
+      kinds: [
+        jointInferenceKind({
+          image: 'edgeai:test',
+          upstreamStatusUrl: undefined,
+          workerSecret: undefined,
+        }),
+      ],
       heartbeatMs: 3_600_000,
       log: capturedTelemetry('reconcile-tick').log,
       now: () => new Date((clock += 1000)),
@@ -198,7 +204,7 @@ describe('DataDrift through upstream-status and reconcile-tick', () => {
       driftWindow: 1000,
       outlierShare: 0.31,
     });
-    await reconciler.reconcileService(ns, name);
+    await reconciler.reconcile('jointInferenceService', ns, name);
     const drifting = await read();
     expect(drifting.status?.conditions?.find((c) => c.type === 'DataDrift')).toMatchObject({
       status: 'True',

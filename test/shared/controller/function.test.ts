@@ -1,6 +1,10 @@
 /** reconcile-tick over HTTP: ApiServerSource events and the PingSource tick as CloudEvents. */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createReconciler, reconcileTickDefinition } from '../../../shared/controller/index.js';
+import {
+  createController,
+  jointInferenceKind,
+  reconcileTickDefinition,
+} from '../../../shared/controller/index.js';
 import { buildServer } from '../../../shared/http/index.js';
 import { startApiServer } from '../../support/apiserver.js';
 import { helmetDetectionSample } from '../../support/samples.js';
@@ -30,14 +34,20 @@ describe('reconcile-tick function', () => {
       });
     }
     const telemetry = capturedTelemetry('reconcile-tick');
-    const reconciler = createReconciler({
+    const controller = createController({
       kube: api.kube,
-      settings: { image: 'edgeai:test', upstreamStatusUrl: undefined, workerSecret: undefined },
+      kinds: [
+        jointInferenceKind({
+          image: 'edgeai:test',
+          upstreamStatusUrl: undefined,
+          workerSecret: undefined,
+        }),
+      ],
       heartbeatMs: 3_600_000,
       log: telemetry.log,
     });
     const definition = reconcileTickDefinition({
-      reconciler,
+      controller,
       readiness: [{ name: 'kubernetes', check: () => api.kube.ping() }],
     });
     fn = await listen(
@@ -101,7 +111,13 @@ describe('reconcile-tick function', () => {
     expect((await send('dev.knative.sources.ping', { message: 'tick' })).status).toBe(202);
     const tick = await fetch(`${fn.url}/tick`, { method: 'POST' });
     expect(tick.status).toBe(200);
-    expect(await tick.json()).toEqual({ services: 1, writes: 0, conflicts: 0, failed: 0 });
+    expect(await tick.json()).toEqual({
+      objects: 1,
+      writes: 0,
+      conflicts: 0,
+      failed: 0,
+      kinds: { jointInferenceService: { objects: 1, writes: 0, conflicts: 0, failed: 0 } },
+    });
   });
 
   it.each([

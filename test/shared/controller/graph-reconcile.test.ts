@@ -2,7 +2,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { WorkerSettings } from '../../../shared/controller/desired.js';
+import type { WorkerSettings } from '../../../shared/controller/knative-service.js';
 import { desiredGraph } from '../../../shared/controller/graph-desired.js';
 import type { GraphObject } from '../../../shared/controller/graph-desired.js';
 import { reconcileGraph } from '../../../shared/controller/graph-reconcile.js';

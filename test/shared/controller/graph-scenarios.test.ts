@@ -10,11 +10,12 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import {
-  createGraphReconciler,
+  createController,
+  jointInferenceKind,
+  mlGraphKind,
   reconcileTickDefinition,
-  createReconciler,
 } from '../../../shared/controller/index.js';
-import type { GraphReconciler } from '../../../shared/controller/index.js';
+import type { Controller } from '../../../shared/controller/index.js';
 import type { GraphObject } from '../../../shared/controller/graph-desired.js';
 import { buildServer } from '../../../shared/http/index.js';
 import type { KubeObject } from '../../../shared/k8s/index.js';
@@ -96,7 +97,7 @@ const envOf = (service: KubeObject) =>
 
 describe('the MLGraph controller against the development API server', () => {
   let api: TestApiServer;
-  let graphs: GraphReconciler;
+  let graphs: Controller;
   let clock = Date.parse('2026-11-22T10:00:00Z');
 
   const stored = async () =>
@@ -131,9 +132,9 @@ describe('the MLGraph controller against the development API server', () => {
         });
     }
     await modelService();
-    graphs = createGraphReconciler({
+    graphs = createController({
       kube: api.kube,
-      settings,
+      kinds: [mlGraphKind(settings)],
       heartbeatMs: 3_600_000,
       log: capturedTelemetry('reconcile-tick').log,
       now: () => new Date((clock += 1000)),
@@ -145,7 +146,7 @@ describe('the MLGraph controller against the development API server', () => {
       metadata: { name },
       spec: ensembleSpec(),
     });
-    expect(await graphs.tick()).toMatchObject({ services: 1, failed: 0 });
+    expect(await graphs.tick()).toMatchObject({ objects: 1, failed: 0 });
     expect(await serviceNames()).toEqual(['digits', 'digits-merge', 'digits-pick']);
     for (const serviceName of await serviceNames()) {
       const s = await service(serviceName);
@@ -182,7 +183,7 @@ describe('the MLGraph controller against the development API server', () => {
     });
     api.resetCalls();
     expect(await graphs.tick()).toMatchObject({ writes: 0 });
-    expect(await graphs.reconcileGraph(ns, name)).toMatchObject({ writes: 0 });
+    expect(await graphs.reconcile('mlGraph', ns, name)).toMatchObject({ writes: 0 });
     expect(api.writes()).toBe(0);
   });
 
@@ -217,7 +218,7 @@ describe('the MLGraph controller against the development API server', () => {
 
     it("recreates a node's deleted Service", async () => {
       await api.kube.delete({ kind: 'knativeService', namespace: ns, name: 'digits-pick' });
-      await graphs.reconcileGraph(ns, name);
+      await graphs.reconcile('mlGraph', ns, name);
       expect(await serviceNames()).toContain('digits-pick');
       expect(await ready()).toMatchObject({ status: 'Unknown', reason: 'Deploying' });
     });
@@ -273,7 +274,7 @@ describe('the MLGraph controller against the development API server', () => {
       const spec = ensembleSpec();
       spec.nodes[3]!['children'] = [{ node: 'pick' }];
       await api.kube.create('mlGraph', ns, { metadata: { name: 'loop' }, spec });
-      await graphs.reconcileGraph(ns, 'loop');
+      await graphs.reconcile('mlGraph', ns, 'loop');
       const loop = (await api.kube.get({
         kind: 'mlGraph',
         namespace: ns,
@@ -290,7 +291,7 @@ describe('the MLGraph controller against the development API server', () => {
         { kind: 'mlGraph', namespace: ns, name: 'loop' },
         { spec: ensembleSpec() },
       );
-      await graphs.reconcileGraph(ns, 'loop');
+      await graphs.reconcile('mlGraph', ns, 'loop');
       expect((await serviceNames()).filter((n) => n.startsWith('loop'))).toEqual([
         'loop',
         'loop-merge',
@@ -301,7 +302,7 @@ describe('the MLGraph controller against the development API server', () => {
     it('goes with its Services when deleted (garbage collection), and the tick does not bring them back', async () => {
       await api.kube.delete({ kind: 'mlGraph', namespace: ns, name });
       expect(await serviceNames()).toEqual([]);
-      expect(await graphs.tick()).toMatchObject({ services: 0, writes: 0 });
+      expect(await graphs.tick()).toMatchObject({ objects: 0, writes: 0 });
       expect(await serviceNames()).toEqual([]);
     });
   });
@@ -319,12 +320,13 @@ describe('reconcile-tick with MLGraph events', () => {
   beforeAll(async () => {
     api = await startApiServer();
     const telemetry = capturedTelemetry('reconcile-tick');
-    const options = { kube: api.kube, settings, heartbeatMs: 3_600_000, log: telemetry.log };
-    const definition = reconcileTickDefinition({
-      reconciler: createReconciler(options),
-      graphs: createGraphReconciler(options),
-      readiness: [],
+    const controller = createController({
+      kube: api.kube,
+      kinds: [jointInferenceKind(settings), mlGraphKind(settings)],
+      heartbeatMs: 3_600_000,
+      log: telemetry.log,
     });
+    const definition = reconcileTickDefinition({ controller, readiness: [] });
     fn = await listen(
       buildServer(definition, { telemetry, bodyLimitBytes: 1 << 20, readinessTimeoutMs: 1000 }),
     );
@@ -354,11 +356,14 @@ describe('reconcile-tick with MLGraph events', () => {
   it('reports both passes from the tick', async () => {
     const tick = await fetch(`${fn.url}/tick`, { method: 'POST' });
     expect(await tick.json()).toEqual({
-      services: 0,
+      objects: 1,
       writes: 0,
       conflicts: 0,
       failed: 0,
-      graphs: { services: 1, writes: 0, conflicts: 0, failed: 0 },
+      kinds: {
+        jointInferenceService: { objects: 0, writes: 0, conflicts: 0, failed: 0 },
+        mlGraph: { objects: 1, writes: 0, conflicts: 0, failed: 0 },
+      },
     });
   });
 
@@ -399,9 +404,9 @@ describe.skipIf(kubectlMissing !== undefined)(
       writeFileSync(file, JSON.stringify(manifest));
       expect(await kubectl('apply', '-f', file)).toContain(`mlgraph.edgeai.io/${name} created`);
       await createModelService(api);
-      const graphs = createGraphReconciler({
+      const graphs = createController({
         kube: api.kube,
-        settings,
+        kinds: [mlGraphKind(settings)],
         heartbeatMs: 3_600_000,
         log: capturedTelemetry('reconcile-tick').log,
       });

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { mergeConditions } from '../../../shared/controller/conditions.js';
 import { desiredState } from '../../../shared/controller/desired.js';
-import type { WorkerSettings } from '../../../shared/controller/desired.js';
+import type { WorkerSettings } from '../../../shared/controller/knative-service.js';
 import { reconcile } from '../../../shared/controller/reconcile.js';
 import type { Action } from '../../../shared/controller/reconcile.js';
 import { restartDecision } from '../../../shared/controller/restart.js';

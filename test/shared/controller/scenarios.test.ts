@@ -3,9 +3,9 @@
  * development API server: the test plays Knative Serving's part by marking worker Services ready.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { createReconciler } from '../../../shared/controller/index.js';
+import { createController, jointInferenceKind } from '../../../shared/controller/index.js';
 import { labels } from '../../../shared/controller/types.js';
-import type { Reconciler, ServiceObject } from '../../../shared/controller/index.js';
+import type { Controller, ServiceObject } from '../../../shared/controller/index.js';
 import type { KubeObject } from '../../../shared/k8s/index.js';
 import { startApiServer } from '../../support/apiserver.js';
 import { helmetDetectionSample } from '../../support/samples.js';
@@ -19,7 +19,7 @@ const longNode = `edge-${'0'.repeat(59)}`;
 
 describe('reconcile-tick against the development API server', () => {
   let api: TestApiServer;
-  let reconciler: Reconciler;
+  let reconciler: Controller;
   let clock = Date.parse('2026-11-22T10:00:00Z');
 
   const jis = async () =>
@@ -80,9 +80,15 @@ describe('reconcile-tick against the development API server', () => {
     for (const node of ['edge0', 'solar-corona-cloud']) {
       await api.kube.create('node', undefined, { metadata: { name: node } });
     }
-    reconciler = createReconciler({
+    reconciler = createController({
       kube: api.kube,
-      settings: { image: 'edgeai:test', upstreamStatusUrl: undefined, workerSecret: undefined },
+      kinds: [
+        jointInferenceKind({
+          image: 'edgeai:test',
+          upstreamStatusUrl: undefined,
+          workerSecret: undefined,
+        }),
+      ],
       heartbeatMs: 3_600_000,
       log: capturedTelemetry('reconcile-tick').log,
       now: () => new Date((clock += 1000)),
@@ -215,7 +221,7 @@ describe('reconcile-tick against the development API server', () => {
       Object.assign(spec.edgeWorker, edge);
       await api.kube.create('jointInferenceService', ns, { metadata: { name }, spec });
       api.resetCalls();
-      const event = await reconciler.reconcileService(ns, name);
+      const event = await reconciler.reconcile('jointInferenceService', ns, name);
       expect(event.writes).toBeGreaterThan(0);
       // Models by name; Nodes by name, or one list filtered by the selector on the server.
       expect(api.calls.get('list model')).toBeUndefined();
@@ -229,7 +235,7 @@ describe('reconcile-tick against the development API server', () => {
       }
       // The tick lists everything; having seen the same world, it finds nothing to change.
       const tick = await reconciler.tick();
-      expect(tick).toMatchObject({ services: 1, writes: 0, failed: 0 });
+      expect(tick).toMatchObject({ objects: 1, writes: 0, failed: 0 });
     },
   );
 
@@ -402,10 +408,10 @@ describe('reconcile-tick against the development API server', () => {
         { status: { uploadCount: 7, inferenceNumber: 100 } },
       );
       api.resetCalls();
-      const report = await reconciler.reconcileService(ns, name);
+      const report = await reconciler.reconcile('jointInferenceService', ns, name);
       expect(report.writes).toBe(0);
       const tick = await reconciler.tick();
-      expect(tick).toMatchObject({ services: 1, writes: 0, conflicts: 0, failed: 0 });
+      expect(tick).toMatchObject({ objects: 1, writes: 0, conflicts: 0, failed: 0 });
       expect(api.writes()).toBe(0);
       const after = [await worker('edge'), await worker('cloud')];
       expect(after.map((w) => w.metadata.resourceVersion)).toEqual(

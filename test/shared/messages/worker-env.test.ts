@@ -1,7 +1,7 @@
 /** The workers' environment: what reconcile-tick writes is what the worker config reads. */
 import { describe, expect, it } from 'vitest';
 import { desiredState } from '../../../shared/controller/desired.js';
-import type { WorkerSettings } from '../../../shared/controller/desired.js';
+import type { WorkerSettings } from '../../../shared/controller/knative-service.js';
 import type { ServiceObject } from '../../../shared/controller/types.js';
 import { loadEdgeConfig, loadServingConfig } from '../../../shared/inference/config.js';
 import type { KubeObject } from '../../../shared/k8s/index.js';
