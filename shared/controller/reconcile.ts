@@ -9,11 +9,11 @@ import { isDeepStrictEqual } from 'node:util';
 import type { JointInferenceServiceStatus } from '../crds/index.js';
 import type { KubeObject } from '../k8s/index.js';
 import { changedFields, statusAction } from './actions.js';
-import type { Action as EngineAction, DecideOptions } from './actions.js';
+import type { Action as EngineAction, DecideOptions, EventAction } from './actions.js';
 import { findCondition, mergeConditions, transitionEvents } from './conditions.js';
 import type { ConditionState } from './conditions.js';
 import type { Desired } from './desired.js';
-import { restartDecision } from './restart.js';
+import { describeReport, judgeWorker } from './restart.js';
 import { path, serviceReadiness, workerDrift } from './drift.js';
 import type { Readiness } from './drift.js';
 import { serviceAnnotations as annotations } from './knative-service.js';
@@ -43,103 +43,6 @@ interface WorkerView {
   state: string;
   /** The worker's name is held by someone else's Knative Service. */
   taken: boolean;
-}
-
-/**
- * The worker's last report stopped it for good under its policy: a permanent failure, or a clean
- * exit that OnFailure and Never do not restart. Its Service is left alone until the spec changes.
- */
-function stopped(status: WorkerStatus): boolean {
-  return (
-    status.outcome === 'Permanent' || (status.outcome === 'None' && status.state === 'Completed')
-  );
-}
-
-function describeReport(role: Role, status: WorkerStatus): string {
-  const code = status.exitCode === undefined ? '' : ` with exit code ${status.exitCode}`;
-  const detail = status.message === undefined ? '' : `: ${status.message}`;
-  return `${role} worker reported ${status.state ?? 'Failed'}${code}${detail}`;
-}
-
-/** The restart policy's decision on a report not handled yet, recorded with its event. */
-function applyRestartPolicy(
-  role: Role,
-  previous: WorkerStatus,
-  report: string,
-  desired: Desired & { valid: true },
-  generation: number,
-  now: string,
-  events: Action[],
-): WorkerStatus {
-  const policy = desired.policies[role];
-  const decision = restartDecision(policy, previous.state ?? '', previous.exitCode);
-  const said = `${describeReport(role, previous)}; restartPolicy ${policy}`;
-  if (decision === 'restart') {
-    events.push({
-      kind: 'event',
-      type: 'Warning',
-      reason: 'WorkerRestarted',
-      message: `${said}: restarting it`,
-    });
-    return {
-      ...previous,
-      handledReport: report,
-      outcome: 'Restarted',
-      restarts: (previous.restarts ?? 0) + 1,
-      restartedAt: now,
-    };
-  }
-  if (decision === 'permanent') {
-    events.push({
-      kind: 'event',
-      type: 'Warning',
-      reason: 'WorkerFailed',
-      message: `${said}: not restarting it`,
-    });
-  }
-  return {
-    ...previous,
-    handledReport: report,
-    outcome: decision === 'permanent' ? 'Permanent' : 'None',
-    failedGeneration: generation,
-  };
-}
-
-/**
- * Applies the restart policy to the worker's last report, once per report: the report's time is
- * recorded as handled, so later passes see the decision rather than make it again.
- */
-function judgeWorker(
-  role: Role,
-  previous: WorkerStatus,
-  desired: Desired,
-  generation: number,
-  now: string,
-  events: Action[],
-): WorkerStatus {
-  if (!desired.valid) return previous;
-  let status = previous;
-  const report = previous.reportTime;
-  const finished = previous.state === 'Failed' || previous.state === 'Completed';
-  if (finished && report !== undefined && report !== previous.handledReport)
-    status = applyRestartPolicy(role, previous, report, desired, generation, now, events);
-  // A spec change may remove the cause of a permanent failure or of an exit: try the new spec once.
-  const stillReported = status.handledReport === status.reportTime;
-  if (stopped(status) && stillReported && status.failedGeneration !== generation) {
-    status = {
-      ...status,
-      outcome: 'Restarted',
-      restarts: (status.restarts ?? 0) + 1,
-      restartedAt: now,
-    };
-    events.push({
-      kind: 'event',
-      type: 'Normal',
-      reason: 'WorkerRetried',
-      message: `spec changed (generation ${generation}): retrying the ${role} worker`,
-    });
-  }
-  return status;
 }
 
 /**
@@ -270,7 +173,7 @@ function failedCondition(failed: readonly RoleView[]): ConditionState {
     reason: failed.some(({ view }) => view.permanent) ? 'PermanentFailure' : 'WorkerCompleted',
     message: listRoles(
       failed,
-      (r, v) => `${describeReport(r, v.status)}; not restarted by its restartPolicy`,
+      (r, v) => `${describeReport(`${r} worker`, v.status)}; not restarted by its restartPolicy`,
     ),
   };
 }
@@ -458,15 +361,10 @@ function planWorker(
   nowIso: string,
 ): WorkerPlan {
   const previous = observed.service.status ?? {};
-  const events: Action[] = [];
-  let status = judgeWorker(
-    role,
-    previous.workers?.[role] ?? {},
-    desired,
-    generation,
-    nowIso,
-    events,
-  );
+  const events: EventAction[] = [];
+  const worker = previous.workers?.[role] ?? {};
+  const policy = desired.valid ? { restartPolicy: desired.policies[role] } : undefined;
+  let status = judgeWorker(`${role} worker`, worker, policy, { generation, now: nowIso, events });
   const stored = observed.workers[role];
   // Recorded, not derived from the Service's readiness, so that a later rollout or a worker
   // that is not ready for another reason does not show as restarting again.

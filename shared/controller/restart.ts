@@ -4,6 +4,9 @@
  * condition until the spec changes or the worker reports Running again).
  */
 import type { restartPolicies } from '../crds/index.js';
+import type { EventAction } from './actions.js';
+import { event } from './actions.js';
+import type { WorkerStatus } from './types.js';
 
 type RestartPolicy = (typeof restartPolicies)[number];
 type RestartDecision = 'restart' | 'permanent' | 'none';
@@ -34,5 +37,111 @@ function restartDecision(
   }
 }
 
-export { restartDecision };
-export type { RestartPolicy, RestartDecision };
+/**
+ * The worker's last report stopped it for good under its policy: a permanent failure, or a clean
+ * exit that OnFailure and Never do not restart. Its Service is left alone until the spec changes.
+ */
+function stopped(status: WorkerStatus): boolean {
+  return (
+    status.outcome === 'Permanent' || (status.outcome === 'None' && status.state === 'Completed')
+  );
+}
+
+/** `worker` names it in messages ("edge worker", "trainer edge0"). */
+function describeReport(worker: string, status: WorkerStatus): string {
+  const code = status.exitCode === undefined ? '' : ` with exit code ${status.exitCode}`;
+  const detail = status.message === undefined ? '' : `: ${status.message}`;
+  return `${worker} reported ${status.state ?? 'Failed'}${code}${detail}`;
+}
+
+/** A worker's restart policy, and how many restarts it allows (none: no limit). */
+interface Policy {
+  restartPolicy: RestartPolicy;
+  backoffLimit?: number;
+}
+
+/** What a judgement is made in: the resource's generation, the time, and where events go. */
+interface Judging {
+  generation: number;
+  now: string;
+  events: EventAction[];
+}
+
+/** The policy's decision, made permanent once the restarts allowed are used up. */
+function decide(policy: Policy, status: WorkerStatus): { decision: RestartDecision; why: string } {
+  const decision = restartDecision(policy.restartPolicy, status.state ?? '', status.exitCode);
+  const limit = policy.backoffLimit;
+  if (decision === 'restart' && limit !== undefined && (status.restarts ?? 0) >= limit)
+    return { decision: 'permanent', why: `backoffLimit ${limit} reached` };
+  return { decision, why: `restartPolicy ${policy.restartPolicy}` };
+}
+
+/** The restart policy's decision on a report not handled yet, recorded with its event. */
+function applyRestartPolicy(
+  worker: string,
+  previous: WorkerStatus,
+  report: string,
+  policy: Policy,
+  at: Judging,
+): WorkerStatus {
+  const { decision, why } = decide(policy, previous);
+  const said = `${describeReport(worker, previous)}; ${why}`;
+  if (decision === 'restart') {
+    at.events.push(event('Warning', 'WorkerRestarted', `${said}: restarting it`));
+    return {
+      ...previous,
+      handledReport: report,
+      outcome: 'Restarted',
+      restarts: (previous.restarts ?? 0) + 1,
+      restartedAt: at.now,
+    };
+  }
+  if (decision === 'permanent')
+    at.events.push(event('Warning', 'WorkerFailed', `${said}: not restarting it`));
+  return {
+    ...previous,
+    handledReport: report,
+    outcome: decision === 'permanent' ? 'Permanent' : 'None',
+    failedGeneration: at.generation,
+  };
+}
+
+/**
+ * Applies the restart policy (none while the spec is invalid) to the worker's last report, once
+ * per report: the report's time is recorded as handled, so later passes see the decision rather
+ * than make it again. A spec change retries a worker its policy had stopped, once.
+ */
+function judgeWorker(
+  worker: string,
+  previous: WorkerStatus,
+  policy: Policy | undefined,
+  at: Judging,
+): WorkerStatus {
+  if (policy === undefined) return previous;
+  let status = previous;
+  const report = previous.reportTime;
+  const finished = previous.state === 'Failed' || previous.state === 'Completed';
+  if (finished && report !== undefined && report !== previous.handledReport)
+    status = applyRestartPolicy(worker, previous, report, policy, at);
+  // A spec change may remove the cause of a permanent failure or of an exit: try the new spec once.
+  const stillReported = status.handledReport === status.reportTime;
+  if (stopped(status) && stillReported && status.failedGeneration !== at.generation) {
+    status = {
+      ...status,
+      outcome: 'Restarted',
+      restarts: (status.restarts ?? 0) + 1,
+      restartedAt: at.now,
+    };
+    at.events.push(
+      event(
+        'Normal',
+        'WorkerRetried',
+        `spec changed (generation ${at.generation}): retrying the ${worker}`,
+      ),
+    );
+  }
+  return status;
+}
+
+export { restartDecision, judgeWorker, describeReport };
+export type { RestartPolicy, RestartDecision, Policy };
