@@ -353,6 +353,23 @@ function workerWrite(
   };
 }
 
+/** The role's recorded status after its restart policy and its rollout have had their say. */
+function judgedStatus(
+  role: Role,
+  observed: Observed,
+  desired: Desired,
+  at: { generation: number; now: string; events: EventAction[] },
+): WorkerStatus {
+  const worker = observed.service.status?.workers?.[role] ?? {};
+  const policy = desired.valid ? { restartPolicy: desired.policies[role] } : undefined;
+  const status = judgeWorker(`${role} worker`, worker, policy, at);
+  // Recorded, not derived from the Service's readiness, so that a later rollout or a worker
+  // that is not ready for another reason does not show as restarting again.
+  return status.outcome === 'Restarted' && restartRolledOut(status, observed.workers[role])
+    ? { ...status, outcome: 'Recovered' }
+    : status;
+}
+
 function planWorker(
   role: Role,
   observed: Observed,
@@ -362,14 +379,8 @@ function planWorker(
 ): WorkerPlan {
   const previous = observed.service.status ?? {};
   const events: EventAction[] = [];
-  const worker = previous.workers?.[role] ?? {};
-  const policy = desired.valid ? { restartPolicy: desired.policies[role] } : undefined;
-  let status = judgeWorker(`${role} worker`, worker, policy, { generation, now: nowIso, events });
+  const status = judgedStatus(role, observed, desired, { generation, now: nowIso, events });
   const stored = observed.workers[role];
-  // Recorded, not derived from the Service's readiness, so that a later rollout or a worker
-  // that is not ready for another reason does not show as restarting again.
-  if (status.outcome === 'Restarted' && restartRolledOut(status, stored))
-    status = { ...status, outcome: 'Recovered' };
   const taken = stored === undefined && (observed.taken?.includes(role) ?? false);
   const view = viewWorker(status, stored, false, taken);
   if (!desired.valid || view.permanent || view.completed || taken) return { status, view, events };
