@@ -33,8 +33,8 @@ interface Observed<Owner extends KubeObject, Inputs> {
   inputs: Inputs;
 }
 
-/** A kind whose objects others name (a Model): an event about one reconciles its users. */
-type ReferencedKind = 'model';
+/** A kind whose objects others name (a Model, a Dataset): an event about one reconciles its users. */
+type ReferencedKind = 'model' | 'dataset';
 
 /** Everything the engine needs to know of a kind. */
 interface ResourceKind<Owner extends KubeObject, Inputs, Desired> {

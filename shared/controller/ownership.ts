@@ -8,7 +8,7 @@ import { apiVersion, kinds } from '../k8s/index.js';
 import type { KubeObject } from '../k8s/index.js';
 
 /** The kinds that own Knative Services, each reconciled by the engine (engine.ts). */
-type OwnerKind = 'jointInferenceService' | 'mlGraph';
+type OwnerKind = 'jointInferenceService' | 'mlGraph' | 'federatedLearningJob';
 
 /** The reference from a Service to the resource that owns it. */
 function ownerReference(kind: OwnerKind, owner: KubeObject) {

@@ -38,7 +38,7 @@ const kubeObjectData = z
 
 type KubeObjectData = z.output<typeof kubeObjectData>;
 
-/** What an event asks to reconcile: one resource, or the resources that use a Model. */
+/** What an event asks to reconcile: one resource, or the resources that use a Model or Dataset. */
 type Target =
   | { kind: 'owner'; owner: OwnerKind; namespace: string; name: string }
   | { kind: 'users'; of: ReferencedKind; namespace: string; name: string };
@@ -55,6 +55,8 @@ const ownKinds = new Map<string, (namespace: string, name: string) => Target>([
   [kinds.jointInferenceService.kind, ownerTarget('jointInferenceService')],
   [kinds.model.kind, (namespace, name) => ({ kind: 'users', of: 'model', namespace, name })],
   [kinds.mlGraph.kind, ownerTarget('mlGraph')],
+  [kinds.federatedLearningJob.kind, ownerTarget('federatedLearningJob')],
+  [kinds.dataset.kind, (namespace, name) => ({ kind: 'users', of: 'dataset', namespace, name })],
 ]);
 
 /** The owner of a Knative Service: its controller reference, if one of ours (ownership.ts). */

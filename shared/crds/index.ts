@@ -24,3 +24,26 @@ export type {
 } from './schemas.js';
 export { mlGraphSpec, mlGraphStatus, graphProblems, joinTypes } from './mlgraph.js';
 export type { MLGraphSpec, GraphNode } from './mlgraph.js';
+export {
+  federatedLearningJobSpec,
+  federatedLearningJobStatus,
+  federatedLearningConditionTypes,
+  datasetSpec,
+  datasetStatus,
+  aggregationAlgorithms,
+  cleanPolicies,
+  modelUpdatePolicies,
+  sednaEnv,
+  trainingDefaults,
+  trainingParameters,
+  maxRounds,
+  requiredParticipants,
+} from './federated.js';
+export type {
+  FederatedLearningJobSpec,
+  FederatedLearningJobStatus,
+  DatasetSpec,
+  DatasetStatus,
+  TrainingParameters,
+  Participants,
+} from './federated.js';

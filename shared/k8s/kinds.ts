@@ -30,6 +30,20 @@ const kinds = Object.freeze({
     kind: 'MLGraph',
     namespaced: true,
   },
+  federatedLearningJob: {
+    group: 'edgeai.io',
+    version: 'v1alpha1',
+    plural: 'federatedlearningjobs',
+    kind: 'FederatedLearningJob',
+    namespaced: true,
+  },
+  dataset: {
+    group: 'edgeai.io',
+    version: 'v1alpha1',
+    plural: 'datasets',
+    kind: 'Dataset',
+    namespaced: true,
+  },
   knativeService: {
     group: 'serving.knative.dev',
     version: 'v1',

@@ -3,7 +3,7 @@
  * kubeconfig the server writes: TLS verified against the server's CA, the bearer token sent, the
  * seed's sample created with kubectl's default validation, printer columns, client-side apply,
  * merge patch, labels, describe, events, secrets, server-side schema validation, explain, watch
- * and delete. Skipped (one line) where kubectl is not installed; `make test` installs it when it
+ * and delete; and the federated learning sample (its Datasets, Model and job, their columns). Skipped (one line) where kubectl is not installed; `make test` installs it when it
  * can (scripts/ensure-kubectl.sh).
  */
 import { execFile, spawn } from 'node:child_process';
@@ -251,6 +251,107 @@ describe.skipIf(kubectlMissing !== undefined)(
       const gone = await kubectl('get', 'jis', 'helmet-detection-demo');
       expect(gone.code).not.toBe(0);
       expect(gone.stderr).toContain('NotFound');
+    });
+
+    describe('federated learning', () => {
+      const flSample = 'knative/samples/federated-digits.yaml';
+
+      it('applies the federated-digits sample: Datasets, the Model and the job', async () => {
+        const out = await ok('apply', '-f', flSample);
+        for (const created of [
+          'dataset.edgeai.io/digits-edge0 created',
+          'dataset.edgeai.io/digits-edge1 created',
+          'dataset.edgeai.io/digits-edge2 created',
+          'dataset.edgeai.io/digits-eval created',
+          'model.edgeai.io/digits-fl created',
+          'federatedlearningjob.edgeai.io/digits created',
+        ])
+          expect(out).toContain(created);
+        expect(await ok('apply', '-f', flSample)).toContain(
+          'federatedlearningjob.edgeai.io/digits unchanged',
+        );
+      });
+
+      it("stores the job as applied: the defaults are the controller's", async () => {
+        const fields = await ok(
+          'get',
+          'fl',
+          'digits',
+          '-o',
+          'jsonpath={.metadata.generation} {.spec.roundPolicy.minParticipants} {.spec.trainingWorkers[2].backoffLimit}|{.spec.trainingWorkers[0].restartPolicy}{.spec.cleanPolicy}{.spec.training}',
+        );
+        expect(fields).toBe('1 2 3|');
+      });
+
+      it('lists jobs with their phase, round, accuracy and workers, and shows a status patch', async () => {
+        expect(await ok('get', 'fl')).toMatch(
+          /^NAME\s+PHASE\s+ROUND\s+ACCURACY\s+WORKERS\s+AGE\ndigits\s+\d+s\n$/,
+        );
+        await api.kube.patchStatus(
+          { kind: 'federatedLearningJob', namespace: 'default', name: 'digits' },
+          {
+            status: {
+              phase: 'Running',
+              round: 3,
+              accuracy: 0.912,
+              loss: 0.31,
+              activeWorkers: 4,
+              conditions: [{ type: 'Running', status: 'True', reason: 'RoundOpen' }],
+            },
+          },
+        );
+        expect(await ok('get', 'federatedlearningjobs')).toMatch(
+          /^NAME\s+PHASE\s+ROUND\s+ACCURACY\s+WORKERS\s+AGE\ndigits\s+Running\s+3\s+0\.912\s+4\s+\d+s\n$/,
+        );
+      });
+
+      it('refuses a status the schema does not allow, naming the field', async () => {
+        await expect(
+          api.kube.patchStatus(
+            { kind: 'federatedLearningJob', namespace: 'default', name: 'digits' },
+            { status: { conditions: [{ type: 'Round3', status: 'True' }] } },
+          ),
+        ).rejects.toThrow(/status\.conditions\[0\]\.type/);
+      });
+
+      it('lists datasets with their node and format', async () => {
+        const table = await ok('get', 'datasets');
+        expect(table).toMatch(/^NAME\s+NODE\s+FORMAT\s+AGE\n/);
+        expect(table).toMatch(/^digits-edge1\s+edge1\s+csv\s+\d+s$/m);
+        expect(table).toMatch(/^digits-eval\s+solar-corona-cloud\s+csv\s+\d+s$/m);
+      });
+
+      it('refuses an invalid job with 422 naming the field', async () => {
+        const file = join(api.kubeconfigFile, '..', 'bad-fl.yaml');
+        const write = (roundPolicy: string, trainers: string) =>
+          writeFileSync(
+            file,
+            [
+              'apiVersion: edgeai.io/v1alpha1',
+              'kind: FederatedLearningJob',
+              'metadata: {name: bad-fl}',
+              'spec:',
+              '  aggregationWorker: {model: {name: digits-fl}, template: {}}',
+              `  trainingWorkers: ${trainers}`,
+              `  roundPolicy: ${roundPolicy}`,
+            ].join('\n'),
+          );
+        write('{minParticipants: 2}', '[]');
+        const empty = await kubectl('create', '--validate=false', '-f', file);
+        expect(empty.code).not.toBe(0);
+        expect(empty.stderr).toContain('spec.trainingWorkers');
+        write('{minParticipants: "150%"}', '[{dataset: {name: digits-edge0}, template: {}}]');
+        const percent = await kubectl('create', '--validate=false', '-f', file);
+        expect(percent.code).not.toBe(0);
+        expect(percent.stderr).toContain('spec.roundPolicy.minParticipants');
+        expect((await kubectl('get', 'fl', 'bad-fl')).code).not.toBe(0);
+      });
+
+      it('explains the job from the CRD schema', async () => {
+        const out = await ok('explain', 'fl.spec.roundPolicy');
+        expect(out).toMatch(/KIND:\s+FederatedLearningJob/);
+        expect(out).toContain('minParticipants');
+      });
     });
   },
 );

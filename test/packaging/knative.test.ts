@@ -289,13 +289,18 @@ const grants = (scope: string, resource: string, verbs: readonly string[]): Gran
 const functionGrants: Record<FunctionName, Grant[]> = {
   'reconcile-tick': [
     ...grants('cluster', 'edgeai.io/jointinferenceservices', ['get', 'list']),
-    ...grants('cluster', 'edgeai.io/models', ['get', 'list']),
+    // patch: a federated learning job's aggregationWorker Model gets the global model.
+    ...grants('cluster', 'edgeai.io/models', ['get', 'list', 'patch']),
     ...grants('cluster', 'edgeai.io/mlgraphs', ['get', 'list']),
+    ...grants('cluster', 'edgeai.io/federatedlearningjobs', ['get', 'list']),
+    ...grants('cluster', 'edgeai.io/datasets', ['get', 'list']),
     ...grants('cluster', 'edgeai.io/jointinferenceservices/status', ['get', 'patch']),
     ...grants('cluster', 'edgeai.io/mlgraphs/status', ['get', 'patch']),
+    ...grants('cluster', 'edgeai.io/federatedlearningjobs/status', ['get', 'patch']),
     // blockOwnerDeletion on the workers' ownerReference, under OwnerReferencesPermissionEnforcement.
     ...grants('cluster', 'edgeai.io/jointinferenceservices/finalizers', ['update']),
     ...grants('cluster', 'edgeai.io/mlgraphs/finalizers', ['update']),
+    ...grants('cluster', 'edgeai.io/federatedlearningjobs/finalizers', ['update']),
     ...grants('cluster', 'core/nodes', ['get', 'list']),
     // delete: the Service of a node removed from its MLGraph.
     ...grants('cluster', 'serving.knative.dev/services', [
@@ -358,6 +363,8 @@ const functionWatches: Partial<Record<FunctionName, string[]>> = {
     'edgeai.io/v1alpha1 JointInferenceService',
     'edgeai.io/v1alpha1 Model',
     'edgeai.io/v1alpha1 MLGraph',
+    'edgeai.io/v1alpha1 FederatedLearningJob',
+    'edgeai.io/v1alpha1 Dataset',
     'serving.knative.dev/v1 Service app.kubernetes.io/managed-by=edgeai',
   ],
   'downstream-sync': ['edgeai.io/v1alpha1 JointInferenceService'],
@@ -1117,6 +1124,8 @@ describe('knative/kustomization.yaml', () => {
     }
     expect(listed).toContain('crds/jointinferenceservices.yaml');
     expect(listed).toContain('crds/models.yaml');
+    expect(listed).toContain('crds/federatedlearningjobs.yaml');
+    expect(listed).toContain('crds/datasets.yaml');
   });
 
   it('sets the image through images:, WORKER_IMAGE included', () => {

@@ -21,13 +21,19 @@ describe('CRDs', () => {
     }
   });
 
-  it('are structural: every schema node has a type (or keeps any value), and there are no unions', () => {
+  it('are structural: every schema node has a type (or keeps any value, or is int-or-string), and there are no unions', () => {
     const walk = (node: unknown, path: string): void => {
       if (typeof node !== 'object' || node === null) return;
       const schema = node as Record<string, unknown>;
-      // Kubernetes lets a field without a type keep any value only when it says so.
-      if (schema['x-kubernetes-preserve-unknown-fields'] !== true)
+      // Kubernetes lets a field without a type keep any value only when it says so; an
+      // int-or-string has no type (its anyOf, optional, is left out here).
+      if (schema['x-kubernetes-int-or-string'] === true)
+        expect(schema['type'], `${path}: int-or-string`).toBeUndefined();
+      else if (schema['x-kubernetes-preserve-unknown-fields'] !== true)
         expect(schema['type'], path).toBeTypeOf('string');
+      // A structural schema has properties or additionalProperties, never both.
+      if (schema['properties'] !== undefined)
+        expect(schema['additionalProperties'], `${path}.additionalProperties`).toBeUndefined();
       for (const banned of ['anyOf', 'oneOf', 'allOf', '$ref', 'not'])
         expect(schema[banned], `${path}.${banned}`).toBeUndefined();
       for (const [name, child] of Object.entries(
