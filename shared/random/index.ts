@@ -25,7 +25,7 @@ function normal(uniform: () => number): () => number {
  * sequence of `seededRandom(seed)` and `normal()` exactly that of `normal(seededRandom(seed))`
  * (one normal per two uniforms, nothing cached between calls, so the two draws can be mixed on
  * one generator). `clone()` is an independent generator continuing from the same point, which is
- * what lets a simulation be forked (shared/aset/sim/simulator.ts). `next` and `normal` are bound,
+ * what lets a simulation be forked (research/aset/sim/simulator.ts). `next` and `normal` are bound,
  * so they can be handed around as plain `() => number` functions.
  */
 class SeededRandom {

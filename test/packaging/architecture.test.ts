@@ -84,32 +84,51 @@ describe('the layering of shared/', () => {
     ).toEqual([expect.stringContaining('a function imports only shared/')]);
   });
 
-  it('keeps the simulator and the trainer out of what serves ASET (shared/aset/sim, learn)', async () => {
+  it('keeps the simulator and the trainer (research/aset/sim, learn) out of what ships', async () => {
     const serves = 'shared/aset/scheduler.ts';
     expect(
-      await lint(serves, "import type { X } from './sim/simulator.js';\nexport type { X };\n"),
-    ).toEqual([expect.stringContaining('never imports the simulator')]);
-    expect(await lint(serves, "import { x } from './learn/dqn.js';\nexport { x };\n")).toEqual([
-      expect.stringContaining('never imports the simulator'),
+      await lint(
+        serves,
+        "import type { X } from '../../research/aset/sim/simulator.js';\nexport type { X };\n",
+      ),
+    ).toEqual([
+      expect.stringContaining('never imports bin/, bench/, test/, local/, functions/ or research/'),
     ]);
     expect(
       await lint(serves, "import { x } from '../training/network.js';\nexport { x };\n"),
-    ).toEqual([expect.stringContaining('never imports the simulator')]);
+    ).toEqual([expect.stringContaining('it never imports shared/training')]);
+    for (const file of ['bin/serve.ts', 'local/index.ts', 'bench/run.ts'])
+      expect(
+        await lint(file, "import { x } from '../research/aset/learn/dqn.js';\nexport { x };\n"),
+        file,
+      ).toEqual([expect.stringContaining('is imported by nothing that ships')]);
     expect(
       await lint(
-        'shared/aset/sim/oracle.ts',
+        'functions/aset-scheduler/index.ts',
+        "import { x } from '../../research/aset/sim/oracle.js';\nexport { x };\n",
+      ),
+    ).toEqual([expect.stringContaining('a function imports only shared/')]);
+    expect(
+      await lint(
+        'research/aset/sim/oracle.ts',
         "import { x } from '../learn/dqn.js';\nexport { x };\n",
       ),
     ).toEqual([expect.stringContaining('never imports the trainer')]);
     expect(
       await lint(
-        'shared/aset/sim/oracle.ts',
+        'research/aset/sim/oracle.ts',
         "import { x } from '../../../bench/run.js';\nexport { x };\n",
       ),
-    ).toEqual([expect.stringContaining('never imports bin/, bench/')]);
+    ).toEqual([expect.stringContaining('research/aset/ is a library')]);
     expect(
       await lint(
-        'shared/aset/learn/dqn.ts',
+        'research/aset/learn/dqn.ts',
+        "import { x } from '../../bench/aset-sim/jobs.js';\nexport { x };\n",
+      ),
+    ).toEqual([expect.stringContaining('research/aset/ is a library')]);
+    expect(
+      await lint(
+        'research/aset/learn/dqn.ts',
         "import { x } from '../sim/episode.js';\nexport { x };\n",
       ),
     ).toEqual([]);

@@ -41,12 +41,7 @@ describe('the image bundle, per function', () => {
       bundles.find((b) => b.name === name)?.modules.some((m) => m.startsWith(prefix));
     expect(has('aset-scheduler', 'shared/aset/')).toBe(true);
     // The check, spelled out: the live scheduler carries no trainer and no simulator.
-    for (const research of [
-      'shared/training/',
-      'node_modules/onnx-proto/',
-      'shared/aset/sim/',
-      'shared/aset/learn/',
-    ])
+    for (const research of ['shared/training/', 'node_modules/onnx-proto/', 'research/'])
       expect(has('aset-scheduler', research), research).toBe(false);
     expect(has('edge-infer', 'shared/inference/')).toBe(true);
     expect(has('edge-infer', 'shared/aset/')).toBe(false);

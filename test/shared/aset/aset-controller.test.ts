@@ -5,13 +5,13 @@ import {
   createDeployedController,
 } from '../../../shared/aset/aset-controller.js';
 import type { NetworkCard } from '../../../shared/aset/network-card.js';
-import { DqnAgent, exportQNetwork } from '../../../shared/aset/learn/dqn.js';
+import { DqnAgent, exportQNetwork } from '../../../research/aset/learn/dqn.js';
 import { loadScenario } from '../../../shared/aset/scenario.js';
 import type { Scenario } from '../../../shared/aset/scenario.js';
-import { createSimulation } from '../../../shared/aset/sim/simulator.js';
+import { createSimulation } from '../../../research/aset/sim/simulator.js';
 import { encodeState, stateSize } from '../../../shared/aset/state.js';
 import { policyNames } from '../../../shared/aset/types.js';
-import { constantLambda } from '../../../shared/aset/sim/workload.js';
+import { constantLambda } from '../../../research/aset/sim/workload.js';
 
 const dataDir = new URL('../../../data/aset/', import.meta.url);
 

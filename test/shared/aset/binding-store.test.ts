@@ -7,6 +7,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createBindingStore } from '../../../shared/aset/binding-store.js';
 import type { BindingRecord } from '../../../shared/aset/binding-store.js';
+import { reserve } from '../../../shared/aset/lua/index.js';
 import {
   BINS,
   LOAD,
@@ -46,6 +47,18 @@ describe('binding store', () => {
     redis = await testRedis();
   });
   afterAll(() => redis.close());
+
+  it("lays out a worker's features in Lua as observation.ts does", () => {
+    // lua/includes/prelude.lua spells the offsets out; the property below would catch most
+    // mismatches, this one names it.
+    const layout = /^local FEATURES, STREAMS, RESPONSES, LOAD = (\d+), (\d+), (\d+), (\d+)$/m;
+    expect(layout.exec(reserve.lua)?.slice(1).map(Number)).toEqual([
+      featuresPerWorker,
+      STREAMS,
+      RESPONSES_PER_S,
+      LOAD,
+    ]);
+  });
 
   it('keeps loads and time-averaged features exact under any sequence (property)', async () => {
     await fc.assert(

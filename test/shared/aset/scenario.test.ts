@@ -11,7 +11,7 @@ import {
   parseVariants,
   scenarioFingerprint,
 } from '../../../shared/aset/scenario.js';
-import { constantLambda, generateStreams } from '../../../shared/aset/sim/workload.js';
+import { constantLambda, generateStreams } from '../../../research/aset/sim/workload.js';
 import type { Topology } from '../../../shared/aset/types.js';
 
 const dataDir = new URL('../../../data/aset/', import.meta.url);
