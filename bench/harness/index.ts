@@ -27,6 +27,7 @@ import {
 } from '../../shared/redis/index.js';
 import type { RedisClient } from '../../shared/redis/index.js';
 import { finish, median, printTable } from '../support/report.js';
+import { count } from './lua/index.js';
 
 const rounds = Number(process.env['BENCH_ROUNDS'] ?? 8);
 const seconds = Number(process.env['BENCH_SECONDS'] ?? 3);
@@ -134,7 +135,6 @@ type RedisTarget = { url: string } | { clusterNodes: readonly HostPort[] };
 
 type RedisOp = (i: number) => Promise<unknown>;
 
-const lua = "return redis.call('INCRBY', KEYS[1], ARGV[1])";
 // Real traffic spreads over many delivery tags: on a cluster, 64 tags reach every master.
 const tags = Array.from({ length: 64 }, (_, i) => `bench-${i}`);
 
@@ -171,7 +171,7 @@ async function loadRaw(raw: Redis | Cluster): Promise<string> {
   // A cluster knows its masters only once ready.
   if (raw.status !== 'ready') await once(raw, 'ready');
   const masters = raw instanceof Cluster ? raw.nodes('master') : [raw];
-  const shas = await Promise.all(masters.map((node) => node.script('LOAD', lua)));
+  const shas = await Promise.all(masters.map((node) => node.script('LOAD', count.lua)));
   return String(shas[0]);
 }
 
@@ -204,7 +204,7 @@ async function measureRedis(target: RedisTarget): Promise<RedisFigures> {
   const counters = tags.map((tag) => key('count', hashTag(tag)));
   try {
     await waitReady(guarded, 10_000);
-    const add = defineIdempotentScript(guarded, 'benchAdd', { keys: 1, ttlSeconds: 60, lua });
+    const add = defineIdempotentScript(guarded, count, { ttlSeconds: 60 });
     const sha = await loadRaw(raw);
     const run = String(Date.now());
     const at = (i: number) => i % tags.length;

@@ -2,8 +2,8 @@
  * The aset-scheduler's shared state in Redis: which worker each stream is bound to, the reserved
  * load L_w of every worker (constraint 2), the eq. (11) features the meta-policy reads, and the
  * policy in force for the current window of T. Every replica of the function reads and writes
- * the same keys, and every change is one Lua script, so two replicas can never both take the
- * last capacity of a worker, bind one stream twice, or roll one window twice.
+ * the same keys, and every change is one Lua script (lua/), so two replicas can never both take
+ * the last capacity of a worker, bind one stream twice, or roll one window twice.
  *
  * The features are averaged over time, as the simulator's once-a-second samples average them:
  * each worker keeps the integral of every feature since the window started, advanced whenever
@@ -15,9 +15,10 @@
  * An ended stream's id stays refused for a while (a tombstone), so a late redelivery of its
  * request cannot bind it again.
  */
-import { defineIdempotentScript, hashTag, key, luaScript, runScript } from '../redis/index.js';
+import { defineIdempotentScript, hashTag, key, runScript } from '../redis/index.js';
 import type { Delivery, RedisClient } from '../redis/index.js';
-import { LOAD, RESPONSES_PER_S, STREAMS, featuresPerWorker } from './observation.js';
+import * as lua from './lua/index.js';
+import { LOAD, STREAMS } from './observation.js';
 import { policyNames } from './types.js';
 import type { PolicyName } from './types.js';
 
@@ -90,151 +91,6 @@ interface BindingStore {
   }>;
 }
 
-// Fields of the workers hash: `<w>:v<f>` the current value of feature f of worker w, `<w>:i<f>`
-// its integral (value x ms) since the window started, `<w>:t` when it was last advanced.
-const prelude = `
-local workers, bindings, expiry, ended, window = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local FEATURES, RESPONSES = ${featuresPerWorker}, ${RESPONSES_PER_S}
-local tracked = {}
-for f = 0, FEATURES - 1 do
-  if f ~= RESPONSES then tracked[#tracked + 1] = f end
-end
-local function names(w, kind)
-  local list = {}
-  for i, f in ipairs(tracked) do list[i] = w .. ':' .. kind .. f end
-  return list
-end
--- Moves worker w's integrals up to now. A replica whose clock is behind the last advance adds
--- nothing, so the change lands at the later time instead of running time backwards.
-local function integrate(w, now)
-  local t = tonumber(redis.call('HGET', workers, w .. ':t'))
-  if t ~= nil and now > t then
-    local values = redis.call('HMGET', workers, unpack(names(w, 'v')))
-    for i, v in ipairs(values) do
-      if v then
-        local x = tonumber(v)
-        if x ~= 0 then
-          redis.call('HINCRBYFLOAT', workers, w .. ':i' .. tracked[i], x * (now - t))
-        end
-      end
-    end
-  end
-  if t == nil or now > t then redis.call('HSET', workers, w .. ':t', now) end
-end
-local function release(id, now, tombstoneUntil)
-  -- An end is remembered even for a stream with no binding (its request still on its way, or
-  -- retried after a failure): the request must not bind it afterwards.
-  redis.call('ZADD', ended, tombstoneUntil, id)
-  redis.call('ZREM', expiry, id)
-  local text = redis.call('HGET', bindings, id)
-  if not text then return nil end
-  local r = cjson.decode(text)
-  local w = r.worker
-  integrate(w, now)
-  local left = tonumber(redis.call('HINCRBYFLOAT', workers, w .. ':v${STREAMS}', -1))
-  if left <= 0 then
-    -- Nothing bound: zero the values exactly, so float residue of many +/- cannot build up.
-    redis.call('HDEL', workers, unpack(names(w, 'v')))
-  else
-    redis.call('HINCRBYFLOAT', workers, w .. ':v${LOAD}', '-' .. r.delta)
-    redis.call('HINCRBYFLOAT', workers, w .. ':v' .. r.cell, '-' .. r.rate)
-  end
-  redis.call('HDEL', bindings, id)
-  return text
-end
-`;
-
-const reserveLua = `${prelude}
-local id, record, now = ARGV[1], ARGV[2], tonumber(ARGV[3])
-local w, delta, rate, cell = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
-local capacity, tolerance, expiresAt = ARGV[8], tonumber(ARGV[9]), ARGV[10]
-local existing = redis.call('HGET', bindings, id)
-if existing then return {'exists', existing} end
-if redis.call('ZSCORE', ended, id) then return {'ended'} end
-local load = tonumber(redis.call('HGET', workers, w .. ':v${LOAD}') or '0')
-if capacity ~= 'inf' then
-  -- Constraint (2) with the relative slack of constraints.ts's atMost.
-  local value, bound = load + tonumber(delta), tonumber(capacity)
-  if value > bound and value - bound > tolerance * math.max(math.abs(value), math.abs(bound)) then
-    return {'full', tostring(load)}
-  end
-end
-integrate(w, now)
-redis.call('HINCRBYFLOAT', workers, w .. ':v${STREAMS}', 1)
-redis.call('HINCRBYFLOAT', workers, w .. ':v${LOAD}', delta)
-redis.call('HINCRBYFLOAT', workers, w .. ':v' .. cell, rate)
-redis.call('HSET', bindings, id, record)
-redis.call('ZADD', expiry, expiresAt, id)
-return {'bound'}
-`;
-
-const releaseLua = `${prelude}
-local text = release(ARGV[1], tonumber(ARGV[2]), ARGV[3])
-if text then return text end
-return false
-`;
-
-const sweepLua = `${prelude}
-local now, limit, tombstoneUntil = tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3]
-redis.call('ZREMRANGEBYSCORE', ended, '-inf', now)
-local due = redis.call('ZRANGEBYSCORE', expiry, '-inf', now, 'LIMIT', 0, limit)
-for _, id in ipairs(due) do release(id, now, tombstoneUntil) end
-return #due
-`;
-
-const windowLua = `${prelude}
-local now, span, count = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
--- Times are stored and returned as the caller's strings: setPolicy compares them as text.
-local stored = redis.call('HGET', window, 'start')
-local start = tonumber(stored)
-local policy = redis.call('HGET', window, 'policy')
-if start == nil then
-  redis.call('HSET', window, 'start', ARGV[1])
-  redis.call('HDEL', window, 'policy')
-  return {'started', ARGV[1]}
-end
-if now - start < span then return {'current', stored, policy} end
-local elapsed = now - start
-local out = {'rolled', stored, ARGV[1], policy}
-for w = 0, count - 1 do
-  integrate(w, now)
-  local integrals = redis.call('HMGET', workers, unpack(names(w, 'i')))
-  local responses = tonumber(redis.call('HGET', window, 'r:' .. w) or '0')
-  local k = 1
-  for f = 0, FEATURES - 1 do
-    if f == RESPONSES then
-      out[#out + 1] = tostring(responses * 1000 / elapsed)
-    else
-      out[#out + 1] = tostring(tonumber(integrals[k] or '0') / elapsed)
-      k = k + 1
-    end
-  end
-  redis.call('HDEL', workers, unpack(names(w, 'i')))
-  redis.call('HDEL', window, 'r:' .. w)
-end
-redis.call('HSET', window, 'start', ARGV[1])
-return out
-`;
-
-const setPolicyLua = `
-if redis.call('HGET', KEYS[1], 'start') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[1], 'policy', ARGV[2])
-return 1
-`;
-
-const responsesLua = `
-for i = 1, #ARGV, 2 do
-  redis.call('HINCRBYFLOAT', KEYS[1], 'r:' .. ARGV[i], ARGV[i + 1])
-end
-return 1
-`;
-
-const reserveScript = luaScript(5, reserveLua);
-const releaseScript = luaScript(5, releaseLua);
-const sweepScript = luaScript(5, sweepLua);
-const windowScript = luaScript(5, windowLua);
-const setPolicyScript = luaScript(1, setPolicyLua);
-
 /** Relative slack of constraint (2), as constraints.ts's RELATIVE_TOLERANCE. */
 const TOLERANCE = 1e-9;
 
@@ -244,7 +100,7 @@ const isPolicy = (value: unknown): value is PolicyName =>
 /** What the store's operations share: the client, the topology's keys and its settings. */
 interface StoreDeps {
   readonly redis: RedisClient;
-  /** KEYS of every script built on the prelude, in its order. */
+  /** KEYS of every script built on lua/includes/prelude.lua, in its order. */
   readonly keys: readonly string[];
   readonly workersKey: string;
   readonly bindingsKey: string;
@@ -254,9 +110,6 @@ interface StoreDeps {
   /** How many workers the topology has (the window's feature rows). */
   readonly workers: number;
 }
-
-// Each operation calls runScript itself, with `deps` the one const createBindingStore builds:
-// the slot check (test/support/script-slots.ts) follows a script's keys through one call only.
 
 const parseRecord = (text: unknown): BindingRecord => JSON.parse(String(text)) as BindingRecord;
 
@@ -278,7 +131,7 @@ async function reserveBinding(
     String(TOLERANCE),
     String(record.expiresAtMs),
   ];
-  const reply = (await runScript(deps.redis, reserveScript, [...deps.keys, ...args], (r) => r)) as [
+  const reply = (await runScript(deps.redis, lua.reserve, [...deps.keys, ...args], (r) => r)) as [
     string,
     string?,
   ];
@@ -302,7 +155,7 @@ async function releaseBinding(
   nowMs: number,
 ): Promise<BindingRecord | undefined> {
   const args = [id, String(nowMs), String(nowMs + deps.tombstoneMs)];
-  const text = await runScript(deps.redis, releaseScript, [...deps.keys, ...args], (r) => r);
+  const text = await runScript(deps.redis, lua.release, [...deps.keys, ...args], (r) => r);
   return text === null ? undefined : parseRecord(text);
 }
 
@@ -312,7 +165,7 @@ async function sweepExpired(
   limit: number,
 ): Promise<number> {
   const args = [String(nowMs), String(limit), String(nowMs + deps.tombstoneMs)];
-  return Number(await runScript(deps.redis, sweepScript, [...deps.keys, ...args], (r) => r));
+  return Number(await runScript(deps.redis, lua.sweep, [...deps.keys, ...args], (r) => r));
 }
 
 async function readLoads(
@@ -334,7 +187,7 @@ async function rollWindow(
   const args = [String(nowMs), String(windowMs), String(deps.workers)];
   const reply = (await runScript(
     deps.redis,
-    windowScript,
+    lua.rollWindow,
     [...deps.keys, ...args],
     (r) => r,
   )) as Array<string | null>;
@@ -358,7 +211,7 @@ async function storePolicy(
   policy: PolicyName,
 ): Promise<boolean> {
   const keysAndArgs = [deps.windowKey, String(startMs), policy];
-  return Number(await runScript(deps.redis, setPolicyScript, keysAndArgs, (r) => r)) === 1;
+  return Number(await runScript(deps.redis, lua.setPolicy, keysAndArgs, (r) => r)) === 1;
 }
 
 async function readSnapshot(
@@ -406,9 +259,7 @@ function createBindingStore(
     key('aset', t, 'window'),
   ];
   const [workersKey, bindingsKey, , , windowKey] = keys as [string, string, string, string, string];
-  const responses = defineIdempotentScript(redis, 'aset-responses', {
-    keys: 1,
-    lua: responsesLua,
+  const responses = defineIdempotentScript(redis, lua.addResponses, {
     ttlSeconds: options.dedupeSeconds,
   });
   const { tombstoneMs, workers } = options;
@@ -421,7 +272,6 @@ function createBindingStore(
     loads: (ids) => readLoads(deps, ids),
     window: (nowMs, windowMs) => rollWindow(deps, nowMs, windowMs),
     setPolicy: (startMs, policy) => storePolicy(deps, startMs, policy),
-    // Here, not beside the others: the slot check follows `responses` only where it is called.
     async addResponses(delivery, counts) {
       const args = counts.flatMap(({ worker, responses: n }) => [String(worker), String(n)]);
       const outcome = await responses({ ...delivery, tag }, [windowKey], args);

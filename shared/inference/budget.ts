@@ -6,7 +6,8 @@
  * Until a window exists the miner's own threshold decides.
  */
 import type { RedisClient } from '../redis/index.js';
-import { hashTag, key, luaScript, runScript } from '../redis/index.js';
+import { hashTag, key, runScript } from '../redis/index.js';
+import { addScores } from './lua/index.js';
 import { repeat } from './repeat.js';
 import type { Logger } from '../telemetry/index.js';
 
@@ -34,23 +35,6 @@ interface BudgetOptions {
   refreshMs: number;
   log: Logger;
 }
-
-/*
- * KEYS[1]: the window (a list). ARGV[1]: window size, ARGV[2..]: new scores. Appends, trims to
- * the newest `window`, returns them all.
- */
-const addScores = luaScript(
-  1,
-  `
-local n = #ARGV
-if n > 1 then
-  redis.call('RPUSH', KEYS[1], unpack(ARGV, 2, n))
-  redis.call('LTRIM', KEYS[1], -tonumber(ARGV[1]), -1)
-end
-redis.call('EXPIRE', KEYS[1], 86400)
-return redis.call('LRANGE', KEYS[1], 0, -1)
-`,
-);
 
 /** The value with a share `q` of `values` at or below it (nearest rank). */
 function quantile(values: readonly number[], q: number): number {

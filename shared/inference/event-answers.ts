@@ -9,8 +9,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { UnavailableError } from '../errors/index.js';
-import { hashTag, key, luaScript, runScript } from '../redis/index.js';
+import { hashTag, key, runScript } from '../redis/index.js';
 import type { RedisClient } from '../redis/index.js';
+import { claimAnswer, releaseAnswer, renewAnswer } from './lua/index.js';
 
 /** Runs `answer` for the first delivery of the event `eventKey`; later ones get its result. */
 type AnswerOnce = (eventKey: string, answer: () => Promise<unknown>) => Promise<unknown>;
@@ -20,29 +21,6 @@ type AnswerOnce = (eventKey: string, answer: () => Promise<unknown>) => Promise<
  * starts with it, so a stored answer is never taken for a claim.
  */
 const claimPrefix = 'claimed:';
-
-// Atomic "get or claim": the stored answer or claim, or nothing (then claimed for ARGV[2]).
-const claim = luaScript(
-  1,
-  [
-    "local stored = redis.call('GET', KEYS[1])",
-    'if stored then return {0, stored} end',
-    "redis.call('SET', KEYS[1], ARGV[2], 'EX', ARGV[1])",
-    'return {1}',
-  ].join('\n'),
-);
-
-// The owner extends its lease; a claim that lapsed (and may be someone else's now) is left alone.
-const renew = luaScript(
-  1,
-  "if redis.call('GET', KEYS[1]) == ARGV[2] then return redis.call('EXPIRE', KEYS[1], ARGV[1]) end return 0",
-);
-
-// A failed answer gives the claim back, unless the claim is no longer the owner's.
-const release = luaScript(
-  1,
-  "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end return 0",
-);
 
 /** This replica's memory of recent events (bounded), then `next` for the ones it has not seen. */
 function localAnswers(next?: AnswerOnce, limit = 1000): AnswerOnce {
@@ -80,7 +58,7 @@ function sharedAnswers(
     const token = `${claimPrefix}${randomUUID()}`;
     const [won, stored] = await runScript(
       redis,
-      claim,
+      claimAnswer,
       [at, lease, token],
       (reply) => reply as [number, string?],
     );
@@ -93,7 +71,7 @@ function sharedAnswers(
     }
     const renewal = setInterval(
       () => {
-        runScript(redis, renew, [at, lease, token], () => undefined).catch((err: unknown) => {
+        runScript(redis, renewAnswer, [at, lease, token], () => undefined).catch((err: unknown) => {
           options.warn(
             { err: err instanceof Error ? err.message : String(err) },
             'event claim not renewed',
@@ -107,7 +85,7 @@ function sharedAnswers(
     try {
       result = await answer();
     } catch (err) {
-      await runScript(redis, release, [at, token], () => undefined).catch(() => undefined);
+      await runScript(redis, releaseAnswer, [at, token], () => undefined).catch(() => undefined);
       throw err;
     } finally {
       clearInterval(renewal);

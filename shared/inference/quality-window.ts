@@ -13,7 +13,8 @@
  * before it would hold the cut where it no longer belongs.
  */
 import type { RedisClient } from '../redis/index.js';
-import { defineIdempotentScript, hashTag, key, luaScript, runScript } from '../redis/index.js';
+import { defineIdempotentScript, hashTag, key, runScript } from '../redis/index.js';
+import { addQuality, flipDrift } from './lua/index.js';
 import { repeat } from './repeat.js';
 import type { Logger } from '../telemetry/index.js';
 import { bandCount, bandOf, chooseCut, driftTest } from './objective.js';
@@ -81,50 +82,6 @@ const emptyBucket = (reset: boolean): Bucket => ({
   r: reset ? 1 : 0,
 });
 
-/*
- * KEYS[1]: the bucket list (oldest first), KEYS[2]: the drift state hash. ARGV[1]: the delta (a
- * bucket), ARGV[2]: bucket size, ARGV[3]: buckets kept, ARGV[4]: TTL seconds. Adds the delta to
- * the newest bucket, opening one when it is full; returns the buckets and the drift state.
- */
-const addLua = `
-local d = cjson.decode(ARGV[1])
-local size, keep, ttl = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local last = redis.call('LINDEX', KEYS[1], -1)
-local b = last and cjson.decode(last)
-if (not b) or b.i >= size then
-  b = {t = {}, n = {}, k = {}, i = 0, s = 0, o = 0, r = 0}
-  for j = 1, #d.t do b.t[j] = 0; b.n[j] = 0; b.k[j] = 0 end
-  redis.call('RPUSH', KEYS[1], '')
-end
-for j = 1, #d.t do
-  b.t[j] = b.t[j] + d.t[j]; b.n[j] = b.n[j] + d.n[j]; b.k[j] = b.k[j] + d.k[j]
-end
-b.i = b.i + d.i; b.s = b.s + d.s; b.o = b.o + d.o
-redis.call('LSET', KEYS[1], -1, cjson.encode(b))
-redis.call('LTRIM', KEYS[1], -keep, -1)
-redis.call('EXPIRE', KEYS[1], ttl)
-redis.call('EXPIRE', KEYS[2], ttl)
-return {redis.call('LRANGE', KEYS[1], 0, -1), redis.call('HGET', KEYS[2], 'drifting') or '0'}
-`;
-
-/*
- * KEYS as above. ARGV[1]: the drift state the caller saw ('0' or '1'), ARGV[2]: the new one,
- * ARGV[3]: an empty bucket marked as a reset, ARGV[4]: buckets kept, ARGV[5]: TTL seconds.
- * Flips only if nobody flipped first, so one reset per change however many replicas see it.
- */
-const flipScript = luaScript(
-  2,
-  `
-if (redis.call('HGET', KEYS[2], 'drifting') or '0') ~= ARGV[1] then return 0 end
-redis.call('HSET', KEYS[2], 'drifting', ARGV[2])
-redis.call('RPUSH', KEYS[1], ARGV[3])
-redis.call('LTRIM', KEYS[1], -tonumber(ARGV[4]), -1)
-redis.call('EXPIRE', KEYS[1], ARGV[5])
-redis.call('EXPIRE', KEYS[2], ARGV[5])
-return 1
-`,
-);
-
 const ttlSeconds = 7 * 24 * 3600;
 /** Traffic-triggered refreshes come at most this often (the timer's may come more often). */
 const minRefreshMs = 50;
@@ -166,11 +123,7 @@ interface BucketStore {
 function redisStore(redis: RedisClient, options: QualityWindowOptions): BucketStore {
   const tag = hashTag(options.service);
   const keys = [key('quality', tag, 'buckets'), key('quality', tag, 'drift')];
-  const add = defineIdempotentScript(redis, 'quality-add', {
-    keys: 2,
-    lua: addLua,
-    ttlSeconds: 3600,
-  });
+  const add = defineIdempotentScript(redis, addQuality, { ttlSeconds: 3600 });
   return {
     async add(delta, delivery) {
       const outcome = await add(
@@ -186,7 +139,7 @@ function redisStore(redis: RedisClient, options: QualityWindowOptions): BucketSt
     async flip(from, to) {
       await runScript(
         redis,
-        flipScript,
+        flipDrift,
         [
           ...keys,
           from ? '1' : '0',

@@ -5,13 +5,15 @@
  * the total; the join keeps the tightest bound and completes on the input that reaches it. A
  * transaction still open at its deadline is handed out as an explicit partial.
  *
- * One Lua script per change: an input resent by its source is not counted twice, the input that
- * completes a join is the only one answered with the result (and again if that source resends
- * it), and an input arriving after the join has ended is reported late rather than reopening it.
+ * One Lua script per change (lua/join-*.lua): an input resent by its source is not counted
+ * twice, the input that completes a join is the only one answered with the result (and again if
+ * that source resends it), and an input arriving after the join has ended is reported late
+ * rather than reopening it.
  */
 import { randomUUID } from 'node:crypto';
-import { hashTag, key, luaScript, runScript } from '../redis/index.js';
+import { hashTag, key, runScript } from '../redis/index.js';
 import type { RedisClient } from '../redis/index.js';
+import { joinAdd, joinClaim, joinDue, joinFinish, joinTighten } from './lua/index.js';
 
 type JoinState = 'open' | 'closing' | 'complete' | 'partial';
 
@@ -58,112 +60,6 @@ interface JoinStore {
   finish(puid: string, claim: string): Promise<boolean>;
   get(puid: string): Promise<Joined | undefined>;
 }
-
-// Hash of one transaction: `in:<source>` the inputs (JSON), `n` received, `bound` the tightest
-// upper bound on the total, `state` (open, closing while a replica hands it out as a partial,
-// then partial; or complete), `completer` the source whose input completed it, `claim` the
-// token of the replica handing it out.
-const addLua = `
-local join, deadlines = KEYS[1], KEYS[2]
-local puid, source, pending, payload = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
-local now, deadline, keep = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local state = redis.call('HGET', join, 'state')
-if state and state ~= 'open' then
-  if state == 'complete' and redis.call('HGET', join, 'completer') == source then
-    return {'again', redis.call('HGETALL', join)}
-  end
-  return {'late', state}
-end
-if redis.call('HSETNX', join, 'in:' .. source, payload) == 0 then return {'waiting'} end
-local n = redis.call('HINCRBY', join, 'n', 1)
--- pending counts the other inputs this input's path still allows for, arrived or not: the
--- transaction has at most 1 + pending inputs, whatever arrived before.
-local bound = tonumber(redis.call('HGET', join, 'bound'))
-if bound == nil or 1 + pending < bound then
-  bound = 1 + pending
-  redis.call('HSET', join, 'bound', bound)
-end
-if n == 1 then
-  redis.call('HSET', join, 'state', 'open')
-  redis.call('ZADD', deadlines, now + deadline, puid)
-  redis.call('PEXPIRE', join, deadline + keep)
-end
-if n >= bound then
-  redis.call('HSET', join, 'state', 'complete', 'completer', source)
-  redis.call('ZREM', deadlines, puid)
-  redis.call('PEXPIRE', join, keep)
-  return {'complete', redis.call('HGETALL', join)}
-end
-return {'waiting'}
-`;
-
-// As addLua without an input: the bound alone. A join completed this way has no completer.
-const tightenLua = `
-local join, deadlines = KEYS[1], KEYS[2]
-local puid, inputs = ARGV[1], tonumber(ARGV[2])
-local deadline, keep = tonumber(ARGV[3]), tonumber(ARGV[4])
-local state = redis.call('HGET', join, 'state')
-if state and state ~= 'open' then
-  if state == 'complete' then return {'again', redis.call('HGETALL', join)} end
-  return {'late', state}
-end
-if not state then
-  redis.call('HSET', join, 'state', 'open')
-  redis.call('PEXPIRE', join, deadline + keep)
-end
-local bound = tonumber(redis.call('HGET', join, 'bound'))
-if bound == nil or inputs < bound then
-  bound = inputs
-  redis.call('HSET', join, 'bound', bound)
-end
-local n = tonumber(redis.call('HGET', join, 'n') or '0')
-if n > 0 and n >= bound then
-  redis.call('HSET', join, 'state', 'complete', 'completer', '')
-  redis.call('ZREM', deadlines, puid)
-  redis.call('PEXPIRE', join, keep)
-  return {'complete', redis.call('HGETALL', join)}
-end
-return {'waiting'}
-`;
-
-const dueLua = `
-local now, limit, lease = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, limit)
--- Pushed a lease ahead: a replica that dies before handing them out leaves them due again.
-for _, puid in ipairs(due) do redis.call('ZADD', KEYS[1], now + lease, puid) end
-return due
-`;
-
-// Freezes an overdue join for the caller: later inputs are late, so the partial sent is what
-// the join holds. A claim whose lease ran out (its replica died) is taken over.
-const claimLua = `
-local state = redis.call('HGET', KEYS[1], 'state')
-if not state then
-  redis.call('ZREM', KEYS[2], ARGV[1])
-  return {'expired'}
-end
-if state ~= 'open' and state ~= 'closing' then
-  redis.call('ZREM', KEYS[2], ARGV[1])
-  return {'done'}
-end
-redis.call('HSET', KEYS[1], 'state', 'closing', 'claim', ARGV[2])
-return {'claimed', redis.call('HGETALL', KEYS[1])}
-`;
-
-const finishLua = `
-if redis.call('HGET', KEYS[1], 'claim') ~= ARGV[2] then return 0 end
-redis.call('HSET', KEYS[1], 'state', 'partial')
-redis.call('HDEL', KEYS[1], 'claim')
-redis.call('ZREM', KEYS[2], ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return 1
-`;
-
-const addScript = luaScript(2, addLua);
-const tightenScript = luaScript(2, tightenLua);
-const dueScript = luaScript(1, dueLua);
-const claimScript = luaScript(2, claimLua);
-const finishScript = luaScript(2, finishLua);
 
 /** A stored input: JSON, as written; a field that is not (never written so) is kept as text. */
 function inputOf(value: string): unknown {
@@ -214,7 +110,7 @@ async function claimDue(
   const { joinKey, deadlines } = keys;
   const puids = await runScript(
     redis,
-    dueScript,
+    joinDue,
     [deadlines, String(nowMs), String(limit), String(options.leaseMs)],
     (r) => r as string[],
   );
@@ -224,7 +120,7 @@ async function claimDue(
     const claim = randomUUID();
     const [kind, fields] = await runScript(
       redis,
-      claimScript,
+      joinClaim,
       [joinKey(puid), deadlines, puid, claim],
       (r) => r as [string, string[]?],
     );
@@ -244,7 +140,7 @@ function createJoinStore(
   async function finish(puid: string, claim: string): Promise<boolean> {
     const done = await runScript(
       redis,
-      finishScript,
+      joinFinish,
       [joinKey(puid), deadlines, puid, claim, String(options.keepMs)],
       (r) => r,
     );
@@ -259,7 +155,7 @@ function createJoinStore(
     async add({ puid, source, pending, payload, nowMs }) {
       return runScript(
         redis,
-        addScript,
+        joinAdd,
         [
           joinKey(puid),
           deadlines,
@@ -277,7 +173,7 @@ function createJoinStore(
     async tighten({ puid, inputs }) {
       return runScript(
         redis,
-        tightenScript,
+        joinTighten,
         [
           joinKey(puid),
           deadlines,

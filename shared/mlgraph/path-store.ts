@@ -5,16 +5,9 @@
  * with the same id adds to the same set: a router that saw either attempt gets the reward, and
  * each router applies it once per prediction id itself.
  */
-import { hashTag, key, luaScript, runScript } from '../redis/index.js';
+import { hashTag, key, runScript } from '../redis/index.js';
 import type { RedisClient } from '../redis/index.js';
-
-// One key: the set and its expiry change together.
-const recordScript = luaScript(
-  1,
-  `for i = 2, #ARGV do redis.call('SADD', KEYS[1], ARGV[i]) end
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return 1`,
-);
+import { pathRecord } from './lua/index.js';
 
 interface PathStore {
   record(puid: string, routers: readonly string[]): Promise<void>;
@@ -31,7 +24,7 @@ function createPathStore(redis: RedisClient, options: { graph: string; ttlMs: nu
       if (routers.length === 0) return;
       await runScript(
         redis,
-        recordScript,
+        pathRecord,
         [pathKey(puid), String(options.ttlMs), ...routers],
         (r) => r,
       );

@@ -2,42 +2,13 @@
  * A router node's state in Redis, shared by its replicas: the route each prediction id (puid)
  * took, kept for a while so a reward sent later reaches exactly the children that served it, and
  * per child the rewarded predictions and the sum of their rewards, which the bandit strategies
- * read. One Lua script per change: a retried prediction keeps its first route, and a reward is
- * applied once per puid however often it is resent.
+ * read. One Lua script per change (lua/route-*.lua): a retried prediction keeps its first route,
+ * and a reward is applied once per puid however often it is resent.
  */
-import { hashTag, key, luaScript, runScript } from '../redis/index.js';
+import { hashTag, key, runScript } from '../redis/index.js';
 import type { RedisClient } from '../redis/index.js';
+import { routeRecord, routeReward } from './lua/index.js';
 import type { ArmStats } from './strategies.js';
-
-// The arms' fields come back with the route: the router's next decision reads them instead of
-// asking again (one round trip per routed request, not two).
-const recordLua = `
-local stored = redis.call('HGET', KEYS[2], 'route')
-if not stored then
-  stored = ARGV[1]
-  redis.call('HSET', KEYS[2], 'route', stored)
-  redis.call('PEXPIRE', KEYS[2], ARGV[2])
-  for _, child in ipairs(cjson.decode(stored)) do
-    redis.call('HINCRBY', KEYS[1], child .. ':routed', 1)
-  end
-end
-if #ARGV < 3 then return {stored, {}} end
-return {stored, redis.call('HMGET', KEYS[1], unpack(ARGV, 3))}
-`;
-
-const rewardLua = `
-local route = redis.call('HGET', KEYS[2], 'route')
-if not route then return 'unknown' end
-if redis.call('HSETNX', KEYS[2], 'reward', ARGV[1]) == 0 then return 'duplicate' end
-for _, child in ipairs(cjson.decode(route)) do
-  redis.call('HINCRBY', KEYS[1], child .. ':rewarded', 1)
-  redis.call('HINCRBYFLOAT', KEYS[1], child .. ':reward', ARGV[1])
-end
-return 'applied'
-`;
-
-const recordScript = luaScript(2, recordLua);
-const rewardScript = luaScript(2, rewardLua);
 
 type RewardOutcome = 'applied' | 'duplicate' | 'unknown';
 
@@ -85,7 +56,7 @@ function createRouteStore(
     record(puid, route, children = []) {
       return runScript(
         redis,
-        recordScript,
+        routeRecord,
         [
           arms,
           puidKey(puid),
@@ -102,7 +73,7 @@ function createRouteStore(
     reward(puid, reward) {
       return runScript(
         redis,
-        rewardScript,
+        routeReward,
         [arms, puidKey(puid), String(reward)],
         (reply) => reply as RewardOutcome,
       );

@@ -237,15 +237,21 @@ function redisReadiness(client: RedisClient) {
   };
 }
 
-/** A Lua script, addressed by its SHA-1 so the body crosses the wire once per server. */
+/**
+ * A Lua script, addressed by its SHA-1 so the body crosses the wire once per server. The
+ * functions' scripts are .lua files (shared/redis/scripts.ts); `luaScript` itself is for tests.
+ */
 interface LuaScript {
+  /** For messages: the script's file (`sync/offer`), or what its maker called it. */
+  readonly name: string;
   readonly lua: string;
   readonly sha: string;
   readonly numberOfKeys: number;
 }
 
-function luaScript(numberOfKeys: number, lua: string): LuaScript {
+function luaScript(numberOfKeys: number, lua: string, name = 'inline'): LuaScript {
   return Object.freeze({
+    name,
     lua,
     numberOfKeys,
     sha: createHash('sha1').update(lua).digest('hex'),
@@ -257,7 +263,8 @@ function luaScript(numberOfKeys: number, lua: string): LuaScript {
  * EVAL, which caches it again. This is what ioredis's defineCommand does, written out so the one
  * promise per call also decodes the reply: defineCommand costs one more promise and an argument
  * copy per call, on the path every Redis-backed request takes.
- * `keysAndArgs` holds the script's keys first (they get the installation prefix), then its args.
+ * `keysAndArgs` holds the script's keys first (they get the installation prefix), then its args
+ * (binary ones as Buffers).
  *
  * With REDIS_WAIT_REPLICAS set, the script's writes are acknowledged only once that many replicas
  * have them (WAIT, on the same connection), else a 503: replication is asynchronous, and a
@@ -267,10 +274,10 @@ function luaScript(numberOfKeys: number, lua: string): LuaScript {
 function runScript<T>(
   client: RedisClient,
   script: LuaScript,
-  keysAndArgs: readonly string[],
+  keysAndArgs: ReadonlyArray<string | Buffer>,
   decode: (reply: unknown) => T,
 ): Promise<T> {
-  const argv = keysAndArgs as string[];
+  const argv = keysAndArgs as Array<string | Buffer>;
   if (client.durability.waitReplicas > 0) {
     return scriptThenWait(client, script, argv, client.durability).then(decode);
   }
@@ -286,7 +293,7 @@ type PipelineReply = [Error | null, unknown][] | null;
 async function pipelineScriptAndWait(
   client: RedisClient,
   script: LuaScript,
-  argv: string[],
+  argv: Array<string | Buffer>,
   { waitReplicas, waitTimeoutMs }: Durability,
 ): Promise<PipelineReply> {
   const send = (useSha: boolean): Promise<PipelineReply> => {
@@ -317,7 +324,7 @@ async function pipelineScriptAndWait(
 async function scriptThenWait(
   client: RedisClient,
   script: LuaScript,
-  argv: string[],
+  argv: Array<string | Buffer>,
   durability: Durability,
 ): Promise<unknown> {
   const [ran, waited] = (await pipelineScriptAndWait(client, script, argv, durability)) ?? [];

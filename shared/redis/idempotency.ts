@@ -1,14 +1,14 @@
 /**
  * Exactly-once effects for redelivered events. The dedupe marker (a key on the event's source
- * and id, with a TTL) and the effect run in one Lua script, so there is no window where the
- * marker exists but the effect does not (a crash there would lose the event) or the reverse (a
- * redelivery would apply it twice). Redis does not roll back a script that raises, so the effect
- * runs under pcall and a failure removes the marker again: a failed effect stays retryable.
- * (Writes an effect made before failing are not undone: effects check first, then write.)
+ * and id, with a TTL) and the effect run in one Lua script (lua/idempotent.lua), so there is no
+ * window where the marker exists but the effect does not (a crash there would lose the event) or
+ * the reverse (a redelivery would apply it twice); a failed effect removes the marker again, so
+ * it stays retryable.
  */
-import type { RedisClient } from './client.js';
+import type { LuaScript, RedisClient } from './client.js';
 import { luaScript, runScript } from './client.js';
 import { hashTag } from './keys.js';
+import { idempotent } from './lua/index.js';
 
 /** Which delivery this is: the event's source and id, and the hash tag of the keys it touches. */
 interface Delivery {
@@ -27,31 +27,31 @@ function deliveryKey(delivery: Delivery): string {
 }
 
 /**
- * Wraps `lua` (which sees its own KEYS and ARGV, as if called directly) so it runs at most once
+ * The script that runs `effect` at most once per delivery: lua/idempotent.lua with the effect's
+ * script in place of its `-- @effect` line. It takes the marker key, then the effect's keys.
+ */
+function idempotentScript(effect: LuaScript): LuaScript {
+  const parts = idempotent.lua.split(/^-- @effect$/m);
+  if (parts.length !== 2) throw new Error('idempotent.lua: not one -- @effect line');
+  const lua = `${parts[0]}${effect.lua}${parts[1]}`;
+  return luaScript(
+    idempotent.numberOfKeys + effect.numberOfKeys,
+    lua,
+    `idempotent(${effect.name})`,
+  );
+}
+
+/**
+ * Runs `effect` (a script that sees its own KEYS and ARGV, as if called directly) at most once
  * per delivery within `ttlSeconds`. Returns a function that runs it and says whether it applied.
  */
 function defineIdempotentScript(
   client: RedisClient,
-  name: string,
-  spec: { keys: number; lua: string; ttlSeconds: number },
+  effect: LuaScript,
+  options: { ttlSeconds: number },
 ) {
-  const wrapped = [
-    'local seen = table.remove(KEYS, 1)',
-    'local ttl = table.remove(ARGV, 1)',
-    "if not redis.call('SET', seen, '1', 'NX', 'EX', ttl) then return {0} end",
-    'local function effect()',
-    spec.lua,
-    'end',
-    'local ok, result = pcall(effect)',
-    // A failed or refused effect must stay retryable: drop the marker and pass the error on.
-    "local failed = not ok or (type(result) == 'table' and result.err ~= nil)",
-    "if failed then redis.call('DEL', seen) end",
-    "if not ok and type(result) ~= 'table' then return redis.error_reply(tostring(result)) end",
-    'if failed then return result end',
-    'return {1, result}',
-  ].join('\n');
-  const script = luaScript(spec.keys + 1, wrapped);
-  const ttl = String(spec.ttlSeconds);
+  const script = idempotentScript(effect);
+  const ttl = String(options.ttlSeconds);
   const decode = (reply: unknown): IdempotentOutcome => {
     const [applied, result] = reply as [number, unknown];
     return applied === 1 ? { applied: true, result } : { applied: false };
@@ -61,8 +61,10 @@ function defineIdempotentScript(
     keys: readonly string[],
     args: ReadonlyArray<string | number>,
   ): Promise<IdempotentOutcome> => {
-    if (keys.length !== spec.keys) {
-      throw new Error(`script ${name} takes ${spec.keys} keys, got ${keys.length}`);
+    if (keys.length !== effect.numberOfKeys) {
+      throw new Error(
+        `script ${effect.name} takes ${effect.numberOfKeys} keys, got ${keys.length}`,
+      );
     }
     const argv = [deliveryKey(delivery), ...keys, ttl];
     for (const arg of args) argv.push(String(arg));
@@ -70,5 +72,5 @@ function defineIdempotentScript(
   };
 }
 
-export { defineIdempotentScript, deliveryKey };
+export { defineIdempotentScript, deliveryKey, idempotentScript };
 export type { Delivery, IdempotentOutcome };

@@ -8,6 +8,8 @@ export {
   runScript,
 } from './client.js';
 export { hashTag, key } from './keys.js';
+export { luaFile } from './scripts.js';
 export { defineIdempotentScript } from './idempotency.js';
 export type { RedisClient, LuaScript } from './client.js';
+export type { LuaFile } from './scripts.js';
 export type { Delivery } from './idempotency.js';

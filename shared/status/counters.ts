@@ -1,10 +1,11 @@
 /**
  * Report aggregation in Redis, one script per report so concurrent replicas cannot interleave:
  * each reporter's cumulative counters only move forward, the totals move by the difference,
- * and the report's dedupe marker is set in the same script (defineIdempotentScript). All keys
- * of one service share a hash tag. A reporter's counters are keyed by the authenticated node and
- * the role as well as the reporter id the report names: were they keyed by the id alone, any
- * node could claim another's id and, counters moving only forward, freeze its totals.
+ * and the report's dedupe marker is set in the same script (lua/record-report.lua, through
+ * defineIdempotentScript). All keys of one service share a hash tag. A reporter's counters are
+ * keyed by the authenticated node and the role as well as the reporter id the report names: were
+ * they keyed by the id alone, any node could claim another's id and, counters moving only
+ * forward, freeze its totals.
  *
  * Only the per-reporter counters expire (after the retention, counted from the service's last
  * report), because reporter ids churn with every worker process. The totals never expire, so the
@@ -22,6 +23,7 @@ import type { WorkerQuality } from '../crds/index.js';
 import type { WorkerMessage } from '../messages/worker-message.js';
 import { defineIdempotentScript, hashTag, key } from '../redis/index.js';
 import type { RedisClient } from '../redis/index.js';
+import { recordReport } from './lua/index.js';
 
 const counterNames = ['uploaded', 'inferenceNumber', 'hardExampleNumber', 'shadowNumber'] as const;
 type CounterName = (typeof counterNames)[number];
@@ -43,68 +45,6 @@ interface Totals {
   >;
   quality?: WorkerQuality & { reportTime: string };
 }
-
-const recordLua = `
-local reporters, totals = KEYS[1], KEYS[2]
-local node, reporter, role = ARGV[1], ARGV[2], ARGV[3]
-local state, exitCode, message, reportTime = ARGV[4], ARGV[5], ARGV[6], ARGV[7]
-local retention = ARGV[8]
--- Then the counters as name/value pairs after their number, then '1' or '0' for whether the
--- report carries quality, then its fields as name/value pairs ('' for a field it lacks).
-local counters = tonumber(ARGV[9])
-local qualityAt = 10 + 2 * counters
--- The node is the authenticated one and the role one it was checked to run; the reporter id
--- is the node's own word. Keying by all three means no node can move another node's counters.
-local owner = node .. '|' .. role .. '|' .. reporter
-for i = 10, qualityAt - 1, 2 do
-  local name, value = ARGV[i], ARGV[i + 1]
-  if value ~= '' then
-    local field = owner .. '|' .. name
-    local current = redis.call('HGET', reporters, field)
-    local migrated = false
-    if not current then
-      -- Counters written before they were keyed by node and role: taken over as this
-      -- reporter's baseline, else a worker running across the upgrade would be counted twice.
-      local legacy = reporter .. '|' .. name
-      current = redis.call('HGET', reporters, legacy)
-      if current then
-        redis.call('HDEL', reporters, legacy)
-        migrated = true
-      end
-    end
-    local old = tonumber(current or '0')
-    local new = tonumber(value)
-    if new > old then
-      redis.call('HSET', reporters, field, value)
-      redis.call('HINCRBY', totals, name, new - old)
-    elseif migrated then
-      redis.call('HSET', reporters, field, current)
-    end
-  end
-end
-redis.call('HSET', totals, role .. '.state', state, role .. '.exitCode', exitCode,
-  role .. '.message', message, role .. '.reportTime', reportTime)
--- Quality is a snapshot, not a counter: the latest report replaces all of it (a field it lacks
--- is dropped, not kept from an older one). Replicas share the hash, so the latest of any replica
--- stands, and one a slower replica records after it does not take its place.
-if ARGV[qualityAt] == '1' then
-  local stored = redis.call('HGET', totals, 'quality.reportTime')
-  if not stored or stored <= reportTime then
-    for i = qualityAt + 1, #ARGV, 2 do
-      local field = 'quality.' .. ARGV[i]
-      if ARGV[i + 1] == '' then
-        redis.call('HDEL', totals, field)
-      else
-        redis.call('HSET', totals, field, ARGV[i + 1])
-      end
-    end
-    redis.call('HSET', totals, 'quality.reportTime', reportTime)
-  end
-end
-redis.call('EXPIRE', reporters, retention)
-redis.call('PERSIST', totals)
-return 1
-`;
 
 /** Whose counters a report moves: the authenticated node and the reporter id it gives. */
 interface Reporter {
@@ -155,11 +95,7 @@ function createReportCounters(
   redis: RedisClient,
   options: { dedupeSeconds: number; retentionSeconds: number },
 ): ReportCounters {
-  const script = defineIdempotentScript(redis, 'status-report', {
-    keys: 2,
-    lua: recordLua,
-    ttlSeconds: options.dedupeSeconds,
-  });
+  const script = defineIdempotentScript(redis, recordReport, { ttlSeconds: options.dedupeSeconds });
   return {
     async record(tag, deliveryId, reporter, message, reportTime) {
       const k = keysFor(tag);

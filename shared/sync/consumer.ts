@@ -7,8 +7,9 @@
  * the node's `current` hash.
  */
 import { nodeKeys } from '../messages/edge-task.js';
-import { luaScript, runScript } from '../redis/index.js';
+import { runScript } from '../redis/index.js';
 import type { RedisClient } from '../redis/index.js';
+import { createGroup } from './lua/index.js';
 import type { Operation, Task } from './task.js';
 
 interface DeliveredTask extends Task {
@@ -37,13 +38,6 @@ interface TaskConsumer {
 // A pending entry trimmed from the stream comes back with no fields.
 type Entry = [id: string, fields: string[] | null];
 
-// ioredis does not add its key prefix to XGROUP's key (it sits after a subcommand); a script's
-// KEYS are prefixed. An existing group (BUSYGROUP) is what we want.
-const createGroup = luaScript(
-  1,
-  "local ok = redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM') return 1",
-);
-
 function decode([entryId, fields]: [string, string[]]): DeliveredTask {
   const map = new Map<string, string>();
   for (let i = 0; i + 1 < fields.length; i += 2) map.set(fields[i]!, fields[i + 1]!);
@@ -57,6 +51,7 @@ async function createTaskConsumer(
 ): Promise<TaskConsumer> {
   const { stream } = nodeKeys(options.node);
   const group = options.group ?? 'edge';
+  // A script: ioredis does not prefix XGROUP's key (lua/create-group.lua).
   await runScript(redis, createGroup, [stream, group], () => undefined);
   // XAUTOCLAIM looks at a bounded number of pending entries per call: continuing from where the
   // last call stopped reaches entries further down a long pending list.

@@ -10,6 +10,7 @@ import {
   defineIdempotentScript,
   hashTag,
   key,
+  luaScript,
   redisReadiness,
 } from '../../../shared/redis/index.js';
 import { capturedTelemetry, listen } from '../../support/http.js';
@@ -29,11 +30,8 @@ describe('Redis outage and recovery', () => {
   beforeAll(async () => {
     redisServer = await startRedisServer();
     redis = await testRedis(redisServer.url);
-    const add = defineIdempotentScript(redis.client, 'countUploads', {
-      keys: 1,
-      ttlSeconds: 600,
-      lua: "return redis.call('INCRBY', KEYS[1], ARGV[1])",
-    });
+    const incrby = luaScript(1, "return redis.call('INCRBY', KEYS[1], ARGV[1])", 'countUploads');
+    const add = defineIdempotentScript(redis.client, incrby, { ttlSeconds: 600 });
     const definition = defineFunction({
       name: 'counter',
       events: [

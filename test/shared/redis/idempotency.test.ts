@@ -24,11 +24,8 @@ describe('defineIdempotentScript', () => {
 
   beforeAll(async () => {
     redis = await testRedis();
-    add = defineIdempotentScript(redis.client, 'testAdd', {
-      keys: 1,
-      ttlSeconds: 60,
-      lua: "return redis.call('INCRBY', KEYS[1], ARGV[1])",
-    });
+    const incrby = luaScript(1, "return redis.call('INCRBY', KEYS[1], ARGV[1])", 'testAdd');
+    add = defineIdempotentScript(redis.client, incrby, { ttlSeconds: 60 });
   });
   afterAll(() => redis.close());
 
@@ -73,16 +70,17 @@ describe('defineIdempotentScript', () => {
   });
 
   it('leaves no marker when the effect fails, so the redelivery can still apply', async () => {
-    const failing = defineIdempotentScript(redis.client, 'testFail', {
-      keys: 1,
-      ttlSeconds: 60,
-      lua: [
+    const effect = luaScript(
+      1,
+      [
         "if ARGV[1] == 'boom' then return redis.error_reply('effect refused') end",
         "if ARGV[1] == 'raise' then error('raised') end",
         "if ARGV[1] == 'wrongtype' then redis.call('HSET', KEYS[1], 'f', 1) end",
         "return redis.call('INCR', KEYS[1])",
       ].join('\n'),
-    });
+      'testFail',
+    );
+    const failing = defineIdempotentScript(redis.client, effect, { ttlSeconds: 60 });
     const target = key('count', hashTag('t1'), 'fail');
     const delivery = { source: '/f', id: '1', tag: 't1' };
     await expect(failing(delivery, [target], ['boom'])).rejects.toThrow(/effect refused/);

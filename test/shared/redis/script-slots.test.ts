@@ -1,272 +1,373 @@
 /**
- * Static, no Redis: every Lua script touches one Redis Cluster slot. A cluster refuses a script
- * whose keys hash to two slots (CROSSSLOT) and cannot route a key built inside Lua, while a
- * single Redis runs both, so only this check (or a cluster) catches them. The analyser is in
- * test/support/script-slots.ts; the fixtures below show it reports what it must.
+ * Every Lua script touches one Redis Cluster slot. A cluster refuses a script whose keys hash to
+ * two slots (CROSSSLOT) and cannot route a key built inside Lua, while a single Redis runs both,
+ * so only this check (or a cluster: `make test-redis-cluster`) catches them. The scripts are the
+ * .lua files of the `lua/` folders, whose headers declare their keys (shared/redis/scripts.ts):
+ * - each header's keys share one hash tag;
+ * - the Lua takes every key it names from KEYS, never builds one;
+ * - run once by the code that uses it, each script is sent the keys its header declares, in its
+ *   order, with one tag;
+ * - nothing else in shared/ or functions/ runs a script.
  */
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
-import { analyse, loadProject, luaKeyProblems, parseSources } from '../../support/script-slots.js';
-import type { Analysis } from '../../support/script-slots.js';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { createBindingStore } from '../../../shared/aset/binding-store.js';
+import { createRoundStore } from '../../../shared/fl/round-store.js';
+import { createQualityWindow } from '../../../shared/inference/quality-window.js';
+import { createBudget, sharedAnswers } from '../../../shared/inference/index.js';
+import {
+  createJoinStore,
+  createPathStore,
+  createRouteStore,
+} from '../../../shared/mlgraph/index.js';
+import { defineIdempotentScript, hashTag, key } from '../../../shared/redis/index.js';
+import type { LuaFile, RedisClient } from '../../../shared/redis/index.js';
+import { idempotentScript } from '../../../shared/redis/idempotency.js';
+import { createReportCounters } from '../../../shared/status/index.js';
+import { createTaskConsumer, createTaskStreams } from '../../../shared/sync/index.js';
+import { count } from '../../../bench/harness/lua/index.js';
+import { capturedTelemetry } from '../../support/http.js';
+import { testRedis } from '../../support/redis.js';
+import { helmetDetectionTask } from '../../support/samples.js';
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
-const project = loadProject(root, ['shared', 'functions']);
-const real = analyse(project);
 
-/** Every problem the analysis found, definitions and call sites together. */
-const problemsOf = (analysis: Analysis): string[] => [
-  ...analysis.definitions.flatMap((d) => d.problems),
-  ...analysis.sites.flatMap((s) => s.problems),
-  ...analysis.directEvals,
-];
+/** The .ts files under `dirs`, '/'-separated from the root. */
+const sources = (...dirs: string[]) =>
+  dirs.flatMap((dir) =>
+    readdirSync(path.join(root, dir), { recursive: true, encoding: 'utf8' })
+      .map((entry) => path.posix.join(dir, entry.split(path.sep).join('/')))
+      .filter((file) => file.endsWith('.ts') && statSync(path.join(root, file)).isFile()),
+  );
 
-const siteTitle = (site: Analysis['sites'][number]) =>
-  `${site.label} (${site.keys.length} key${site.keys.length === 1 ? '' : 's'}, tag ${site.tags.join(' | ') || 'none'})`;
+/** Every script: the exports of each generated `lua/index.ts`. */
+async function luaFiles(): Promise<LuaFile[]> {
+  const modules = sources('shared', 'bench').filter((file) => file.endsWith('/lua/index.ts'));
+  const loaded = await Promise.all(
+    modules.map((file) => import(pathToFileURL(path.join(root, file)).href)),
+  );
+  return loaded.flatMap((module) => Object.values(module as Record<string, LuaFile>));
+}
+
+/** The hash tags (`{...}`) in a key template. */
+const tagsOf = (template: string) => template.match(/\{[^{}]*\}/g) ?? [];
+
+/** Redis's hash tag of a key: between the first '{' and the next '}', when not empty. */
+function slotTag(key: string): string | undefined {
+  const open = key.indexOf('{');
+  const close = key.indexOf('}', open + 1);
+  return open >= 0 && close > open + 1 ? key.slice(open + 1, close) : undefined;
+}
+
+/** A key template as a pattern: literal text, `<name>` any text (no braces inside the tag). */
+function keyPattern(template: string): RegExp {
+  const escape = (text: string) => text.replace(/[.*+?^$()|[\]\\]/g, '\\$&');
+  const part = (text: string, any: string) =>
+    text
+      .split(/<[^>]*>/)
+      .map(escape)
+      .join(any);
+  const [before = '', tag = '', after = ''] = template.split(/[{}]/);
+  return new RegExp(`^${part(before, '.+')}\\{${part(tag, '[^{}]+')}\\}${part(after, '.+')}$`);
+}
+
+/** `text` split at its top-level commas, up to a closing bracket it did not open. */
+function topLevel(text: string): string[] {
+  const parts: string[] = [];
+  let depth = 0;
+  let quote = '';
+  let start = 0;
+  let end = 0;
+  for (; end < text.length; end += 1) {
+    const c = text[end]!;
+    if (quote !== '') {
+      if (c === '\\') end += 1;
+      else if (c === quote) quote = '';
+    } else if (c === "'" || c === '"') quote = c;
+    else if ('({['.includes(c)) depth += 1;
+    else if (')}]'.includes(c) && (depth -= 1) < 0) break;
+    else if (c === ',' && depth === 0) {
+      parts.push(text.slice(start, end).trim());
+      start = end + 1;
+    }
+  }
+  return [...parts, text.slice(start, end).trim()];
+}
+
+/** Which of a command's arguments is its key (1: the first), where not the first. */
+const keyArgument: Record<string, number> = { XGROUP: 2 };
+
+/** How `lua` names keys: every key a command names must come from KEYS, and be declared. */
+function keyProblems(lua: string, numberOfKeys: number): string[] {
+  const code = lua.replace(/--\[\[[\s\S]*?\]\]/g, '').replace(/--.*$/gm, '');
+  const fromKeys = new Set<string>();
+  for (const [, names, values] of code.matchAll(/^\s*local ([\w, ]+)=(.*)$/gm)) {
+    const exprs = topLevel(values!);
+    names!.split(',').forEach((name, i) => {
+      if (/^(KEYS\[\d+\]|table\.remove\(KEYS, 1\))$/.test(exprs[i] ?? ''))
+        fromKeys.add(name.trim());
+    });
+  }
+  const problems = [...fromKeys]
+    .filter((name) => new RegExp(`^\\s*${name}\\s*=[^=]`, 'm').test(code))
+    .map((name) => `${name}, taken from KEYS, is assigned again`);
+  const used = new Set([...code.matchAll(/\bKEYS\[(\d+)\]/g)].map(([, n]) => Number(n)));
+  if (/table\.remove\(KEYS, 1\)/.test(code)) used.add(1);
+  for (let n = 1; n <= Math.max(numberOfKeys, ...used); n += 1) {
+    if (!used.has(n)) problems.push(`KEYS[${n}] is declared but not used`);
+    if (n > numberOfKeys) problems.push(`KEYS[${n}] is not declared`);
+  }
+  for (const call of code.matchAll(/\bredis\.p?call\b(\(?)/g)) {
+    if (call[1] === '') {
+      problems.push('redis.call is not called directly');
+      continue;
+    }
+    const [command = '', ...args] = topLevel(code.slice(call.index + call[0].length));
+    const name = /^'([A-Za-z]+)'$/.exec(command)?.[1]?.toUpperCase();
+    if (name === undefined) {
+      problems.push(`a command ${command} that is not a literal`);
+      continue;
+    }
+    const arg = args[(keyArgument[name] ?? 1) - 1] ?? '';
+    if (!/^KEYS\[\d+\]$/.test(arg) && !fromKeys.has(arg)) {
+      problems.push(`${name} key ${arg} is not taken from KEYS`);
+    }
+  }
+  return problems;
+}
 
 describe('Lua scripts stay in one Redis Cluster slot', () => {
-  it.each(real.definitions.map((d) => [d.label, d] as const))(
-    '%s takes every key it names from KEYS',
-    (_label, definition) => {
-      expect(definition.problems).toEqual([]);
-    },
-  );
-
-  it.each(real.sites.map((s) => [siteTitle(s), s] as const))(
-    '%s: the keys share one hash tag',
-    (_title, site) => {
-      expect(site.problems).toEqual([]);
-    },
-  );
-
-  it('checks a call site in every file that runs a script', () => {
-    // A file that calls runScript or a defineIdempotentScript function, where the analyser
-    // found no site, would mean sites are slipping past it.
-    const running = [...project.values()]
-      .filter((file) => /\brunScript\(|\bdefineIdempotentScript\(/.test(file.text))
-      .map((file) => file.fileName)
-      .filter((name) => name !== 'shared/redis/client.ts');
-    const checked = new Set(real.sites.flatMap((s) => s.files));
-    expect(running.filter((name) => !checked.has(name))).toEqual([]);
-    expect(real.sites.length).toBeGreaterThanOrEqual(running.length);
+  let scripts: LuaFile[];
+  beforeAll(async () => {
+    scripts = await luaFiles();
   });
 
-  it('runs every script through runScript, imported by name (nothing else sends EVAL)', () => {
-    expect(real.directEvals).toEqual([]);
+  it('declare keys that share one hash tag', () => {
+    expect(scripts.length).toBeGreaterThan(20);
+    const problems = scripts.flatMap((script) => {
+      const tags = script.keys.map(tagsOf);
+      if (script.keys.length === 0) return [`${script.name}: declares no keys`];
+      if (tags.some((t) => t.length !== 1)) return [`${script.name}: a key has not one {tag}`];
+      const distinct = new Set(tags.flat());
+      return distinct.size === 1
+        ? []
+        : [`${script.name}: keys with tags ${[...distinct].join(', ')}`];
+    });
+    expect(problems).toEqual([]);
   });
-});
 
-// ---------------------------------------------------------------------------------------------
-// The analyser on fixtures: what it must report, and a case it must pass
-
-const idempotency = readFileSync(`${root}shared/redis/idempotency.ts`, 'utf8');
-
-describe('the slot analyser', () => {
-  it('reports a call whose keys carry two different hash tags', () => {
-    const analysis = analyse(
-      parseSources({
-        'shared/demo/move.ts': `import { hashTag, key, luaScript, runScript } from '../redis/index.js';
-import type { RedisClient } from '../redis/index.js';
-
-const move = luaScript(2, "return redis.call('SMOVE', KEYS[1], KEYS[2], ARGV[1])");
-
-export function moveItem(redis: RedisClient, from: string, to: string, item: string) {
-  return runScript(redis, move, [key('set', hashTag(from)), key('set', hashTag(to)), item], Number);
-}
-`,
-      }),
+  it('take every key they name from KEYS', () => {
+    const problems = scripts.flatMap((script) =>
+      keyProblems(script.lua, script.numberOfKeys).map((p) => `${script.name}: ${p}`),
     );
-    expect(problemsOf(analysis)).toEqual([
-      "shared/demo/move.ts:7: script move keys key('set', hashTag(from)), key('set', hashTag(to)) use tags from, to",
-    ]);
+    expect(problems).toEqual([]);
   });
 
-  it('reports a Lua script that builds a key from ARGV', () => {
-    const analysis = analyse(
-      parseSources({
-        'shared/demo/lock.ts': `import { hashTag, key, luaScript, runScript } from '../redis/index.js';
-import type { RedisClient } from '../redis/index.js';
-
-const lock = luaScript(1, "return redis.call('SET', 'lock:' .. ARGV[1], ARGV[2], 'NX')");
-
-export function takeLock(redis: RedisClient, name: string, owner: string) {
-  return runScript(redis, lock, [key('lock', hashTag(name)), name, owner], String);
-}
-`,
-      }),
-    );
-    expect(problemsOf(analysis)).toEqual([
-      "shared/demo/lock.ts:4: script lock SET key 'lock:' .. ARGV[1] is not taken from KEYS",
-      "shared/demo/lock.ts:7: script lock SET key 'lock:' .. ARGV[1] is not taken from KEYS",
-    ]);
+  it('are sent, by the code that runs them, the keys their headers declare', async () => {
+    const redis = await testRedis();
+    try {
+      const client = redis.client as unknown as { evalsha: (...args: unknown[]) => unknown };
+      const sent = vi.spyOn(client, 'evalsha');
+      await runEveryScript(redis.client);
+      // Each script by its SHA, alone or as the effect of an idempotent one.
+      const bySha = new Map(scripts.map((s) => [s.sha, { file: s, keys: s.keys }]));
+      const wrapper = scripts.find((s) => s.name === 'redis/idempotent')!;
+      for (const effect of scripts) {
+        const keys = [...wrapper.keys, ...effect.keys];
+        bySha.set(idempotentScript(effect).sha, { file: effect, keys });
+      }
+      const ran = new Set(['redis/idempotent']);
+      const problems = sent.mock.calls.flatMap(([sha, numberOfKeys, argv]) => {
+        const script = bySha.get(String(sha));
+        if (script === undefined) return [`a script of no .lua file ran (${String(sha)})`];
+        ran.add(script.file.name);
+        const keys = (argv as string[]).slice(0, Number(numberOfKeys));
+        const wrong = script.keys.filter((template, i) => !keyPattern(template).test(keys[i]!));
+        const tags = new Set(keys.map(slotTag));
+        return wrong.length === 0 && keys.length === script.keys.length && tags.size === 1
+          ? []
+          : [`${script.file.name}: sent ${keys.join(' ')} for ${script.keys.join(' ')}`];
+      });
+      expect(problems).toEqual([]);
+      expect(scripts.map((s) => s.name).filter((name) => !ran.has(name))).toEqual([]);
+    } finally {
+      await redis.close();
+    }
   });
 
-  it('reports a key without a hash tag in a script of two keys', () => {
-    const analysis = analyse(
-      parseSources({
-        'shared/demo/backup.ts': `import { hashTag, key, luaScript, runScript } from '../redis/index.js';
-import type { RedisClient } from '../redis/index.js';
-
-const copy = luaScript(2, "return redis.call('COPY', KEYS[1], KEYS[2])");
-
-export function backup(redis: RedisClient, name: string) {
-  const from = key('doc', hashTag(name));
-  return runScript(redis, copy, [from, 'backup:latest'], Number);
-}
-`,
-      }),
-    );
-    expect(problemsOf(analysis)).toEqual([
-      "shared/demo/backup.ts:8: script copy key 'backup:latest' has no hash tag",
-    ]);
-  });
-
-  it("reports a defineIdempotentScript call whose delivery tag is not its keys' tag", () => {
-    const analysis = analyse(parseSources(idempotentFixture('other')));
-    expect(problemsOf(analysis)).toEqual([
-      "shared/demo/counter.ts:8: script defineIdempotentScript 'count' keys deliveryKey(delivery), key('count', hashTag(service)) use tags other, service",
-    ]);
-  });
-
-  it('reports a script run through a wrapper it cannot follow, instead of skipping it', () => {
-    const analysis = analyse(
-      parseSources({
-        'shared/demo/wrapper.ts': `import { luaScript, runScript } from '../redis/index.js';
-import type { RedisClient } from '../redis/index.js';
-
-const copy = luaScript(2, "return redis.call('COPY', KEYS[1], KEYS[2])");
-
-export function copyKeys(redis: RedisClient, keys: readonly string[]) {
-  return runScript(redis, copy, [...keys], Number);
-}
-`,
-      }),
-    );
-    expect(problemsOf(analysis)).toEqual([
-      'shared/demo/wrapper.ts:7: script copy cannot resolve its 2 keys from [...keys]',
-      'shared/demo/wrapper.ts:6: copyKeys is exported; its callers elsewhere are not followed',
-    ]);
-  });
-
-  it('reports a script sent with EVAL around runScript', () => {
-    const analysis = analyse(
-      parseSources({
-        'shared/demo/eval.ts': `import type { RedisClient } from '../redis/index.js';
-
-export function raw(redis: RedisClient, k: string) {
-  return redis.eval("return redis.call('GET', KEYS[1])", 1, k);
-}
-`,
-      }),
-    );
-    expect(analysis.directEvals).toEqual([
-      'shared/demo/eval.ts:4: .eval(...) runs a script without runScript',
-    ]);
-  });
-
-  it('passes keys that share a tag through consts, builders, wrappers and modules', () => {
-    const analysis = analyse(parseSources({ ...positiveFixture, ...idempotentFixture('service') }));
-    expect(problemsOf(analysis)).toEqual([]);
-    expect(analysis.sites.map((s) => [s.label, s.tags])).toEqual([
-      ['shared/demo/store.ts:27 push (via shared/demo/store.ts:25)', ['node']],
-      ['shared/demo/store.ts:28 trim', ['`user:${node}`']],
-      [
-        "shared/demo/counter.ts:8 defineIdempotentScript 'count' (via shared/redis/idempotency.ts:69)",
-        ['service'],
-      ],
-    ]);
+  it('are run only through runScript, from .lua files', () => {
+    const sendsScripts = /\.(eval|evalsha|eval_ro|evalsha_ro|fcall|defineCommand)\(|'(EVAL|FCALL)/i;
+    const code = sources('shared', 'functions').filter((file) => !file.endsWith('/lua/index.ts'));
+    const problems = code.flatMap((file) => {
+      const text = readFileSync(path.join(root, file), 'utf8');
+      const found: string[] = [];
+      if (file !== 'shared/redis/client.ts' && sendsScripts.test(text)) {
+        found.push(`${file} sends a script itself`);
+      }
+      if (!file.startsWith('shared/redis/') && /\bluaScript\(/.test(text)) {
+        found.push(`${file} holds a script outside a .lua file`);
+      }
+      if (file !== 'shared/redis/scripts.ts' && /\bluaFile\(/.test(text)) {
+        found.push(`${file} makes a luaFile by hand`);
+      }
+      return found;
+    });
+    expect(problems).toEqual([]);
   });
 });
 
 describe('the Lua rule: every key a command names comes from KEYS', () => {
   it.each([
-    ["local k = KEYS[1]\nreturn redis.call('GET', k)", []],
-    ["local k = table.remove(KEYS, 1)\nreturn redis.call('GET', k)", []],
-    ["-- redis.call('GET', 'x')\nreturn redis.call('GET', KEYS[1], '--[[x]]')", []],
+    ["local k = KEYS[1]\nreturn redis.call('GET', k)", 1, []],
+    ["local seen = table.remove(KEYS, 1)\nreturn redis.call('DEL', seen)", 1, []],
+    ["redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1]) return 1", 1, []],
     [
       "local k = KEYS[1] .. ':x'\nreturn redis.call('GET', k)",
+      1,
       ['GET key k is not taken from KEYS'],
     ],
     [
       "local k = KEYS[1]\nk = ARGV[1]\nreturn redis.call('GET', k)",
-      ['GET key k is not taken from KEYS'],
+      1,
+      ['k, taken from KEYS, is assigned again'],
     ],
     [
-      "local a, b = KEYS[1], ARGV[1]\nredis.call('SET', a, 1)\nreturn redis.call('SET', b, 1)",
-      ['SET key b is not taken from KEYS'],
+      "redis.call('SET', KEYS[1], 1)\nreturn redis.call('SET', 'lock:' .. ARGV[1], 1)",
+      1,
+      ["SET key 'lock:' .. ARGV[1] is not taken from KEYS"],
+    ],
+    ['return redis.call(ARGV[1], KEYS[1])', 1, ['a command ARGV[1] that is not a literal']],
+    [
+      "local call = redis.call\nreturn call('GET', KEYS[1])",
+      1,
+      ['redis.call is not called directly'],
     ],
     [
-      "return redis.call('DEL', KEYS[1], 'x:' .. ARGV[1])",
-      ["DEL key 'x:' .. ARGV[1] is not taken from KEYS"],
+      "return redis.call('GET', KEYS[2])",
+      1,
+      ['KEYS[1] is declared but not used', 'KEYS[2] is not declared'],
     ],
-    ['return redis.call(ARGV[1], KEYS[1])', ["redis.call's command ARGV[1] is not a literal"]],
-    [
-      "return redis.call('SUNIONSTORE', KEYS[1], KEYS[2])",
-      ["SUNIONSTORE: not in the table of commands' key arguments"],
-    ],
-    ["local call = redis.call\nreturn call('GET', 'x')", ['redis.call is not called directly']],
-    ["return redis.call('TIME')", []],
-  ])('%j', (lua, problems) => {
-    expect(luaKeyProblems(lua)).toEqual(problems);
+  ] as const)('%j', (lua, numberOfKeys, problems) => {
+    expect(keyProblems(lua, numberOfKeys)).toEqual(problems);
   });
 });
 
-/** defineIdempotentScript (the real one) with keys tagged by `service`, delivery by `tag`. */
-function idempotentFixture(tag: string): Record<string, string> {
-  return {
-    'shared/redis/idempotency.ts': idempotency,
-    'shared/demo/counter.ts': `import { hashTag, key } from '../redis/keys.js';
-import { defineIdempotentScript } from '../redis/idempotency.js';
-import type { RedisClient } from '../redis/client.js';
+/** Runs each script once, as the code that uses it does. */
+async function runEveryScript(redis: RedisClient): Promise<void> {
+  const { log } = capturedTelemetry('script-slots');
+  const node = 'edge0';
+  const service = 'default/helmet-detection-demo';
+  const streams = createTaskStreams(redis, { maxLength: 100 });
+  await streams.offer(node, helmetDetectionTask(1, { name: 'Threshold' }));
+  const pending = await streams.localControllerPending(node, service);
+  await streams.confirmLocalController(node, service, pending);
+  await streams.forgetLocalController(node, service);
+  await createTaskConsumer(redis, { node, consumer: 'c1' });
 
-export function counter(redis: RedisClient, service: string, other: string) {
-  const lua = "return redis.call('INCRBY', KEYS[1], ARGV[1])";
-  const add = defineIdempotentScript(redis, 'count', { keys: 1, lua, ttlSeconds: 60 });
-  return (id: string) => add({ source: 'demo', id, tag: ${tag} }, [key('count', hashTag(service))], [1]);
+  const counters = createReportCounters(redis, { dedupeSeconds: 60, retentionSeconds: 60 });
+  await counters.record(
+    'default/x/u1',
+    { source: 'node/edge0', id: 'r1' },
+    { node, id: node },
+    {
+      worker: 'edge',
+      phase: 'Inference',
+      status: 'Running',
+      output: { taskInfo: { uploaded: 1, inferenceNumber: 2, hardExampleNumber: 1 } },
+    },
+    new Date(0).toISOString(),
+  );
+
+  const budget = createBudget({ redis, service, target: 0.1, window: 10, refreshMs: 0, log });
+  budget.observe(0.5);
+  await budget.refresh();
+  const answers = sharedAnswers(redis, {
+    scope: service,
+    leaseSeconds: 1,
+    keepSeconds: 60,
+    warn: () => {},
+  });
+  // Slower than a third of the lease, so the claim is renewed; then one that fails (released).
+  await answers('e1', () => new Promise((resolve) => setTimeout(() => resolve(1), 450)));
+  await answers('e2', () => Promise.reject(new Error('no'))).catch(() => undefined);
+  const quality = createQualityWindow({
+    redis,
+    service,
+    reporter: 'edge0-1',
+    bucketSize: 50,
+    buckets: 4,
+    driftWindow: 20,
+    refreshMs: 0,
+    calibration: undefined,
+    drift: { expectedShare: 0.05, raiseAt: 5, clearAt: 2, minInputs: 20 },
+    log,
+  });
+  for (let i = 0; i < 30; i += 1) quality.observe(0, true);
+  await quality.refresh();
+
+  const joins = createJoinStore(redis, {
+    node: 'ns.g-join',
+    deadlineMs: 1,
+    keepMs: 60_000,
+    leaseMs: 500,
+  });
+  await joins.add({ puid: 'p1', source: 'a', pending: 1, payload: 1, nowMs: 0 });
+  await joins.tighten({ puid: 'p2', inputs: 2 });
+  const { claimed } = await joins.due(5_000, 10);
+  await joins.finish('p1', claimed[0]!.claim);
+  await createPathStore(redis, { graph: 'ns/g', ttlMs: 60_000 }).record('p1', ['r1']);
+  const routes = createRouteStore(redis, { node: 'ns.g-pick', puidTtlMs: 60_000 });
+  await routes.record('p1', ['a'], ['a', 'b']);
+  await routes.reward('p1', 1);
+
+  const bindings = createBindingStore(redis, {
+    topology: 't',
+    workers: 2,
+    tombstoneMs: 1000,
+    dedupeSeconds: 60,
+  });
+  await bindings.window(0, 1000);
+  await bindings.setPolicy(0, 'closest');
+  await bindings.reserve(
+    {
+      id: 's1',
+      worker: 0,
+      scheduler: 'x',
+      policy: 'closest',
+      fingerprint: 'f',
+      delta: '0.5',
+      rate: '5',
+      cell: 3,
+      expectedMs: 10,
+      boundAtMs: 0,
+      expiresAtMs: 100,
+    },
+    1,
+    0,
+  );
+  await bindings.release('s1', 10);
+  await bindings.sweep(200, 10);
+  await bindings.addResponses({ source: '/agent', id: 'r1' }, [{ worker: 0, responses: 5 }]);
+
+  const rounds = createRoundStore(redis, 'ns/job/uid-1');
+  await rounds.open({ selected: ['w'], quorum: 1, nowMs: 0, deadlineMs: 1, sha: '' });
+  await rounds.offer({
+    round: 1,
+    worker: 'w',
+    base: 0,
+    meta: '{}',
+    weights: Buffer.alloc(4),
+    nowMs: 0,
+  });
+  await rounds.claim(1, 't', 0, 1000);
+  await rounds.commit({ round: 1, token: 't', outcome: 'failed', nowMs: 0, message: 'x' });
+
+  const tag = 'bench-0';
+  await defineIdempotentScript(redis, count, { ttlSeconds: 60 })(
+    { source: '/bench', id: '1', tag },
+    [key('count', hashTag(tag))],
+    [1],
+  );
 }
-`,
-  };
-}
-
-const positiveFixture = {
-  'shared/demo/keys.ts': `import { hashTag, key } from '../redis/index.js';
-
-function nodeKeys(node: string) {
-  const tag = hashTag(node);
-  return { queue: key('demo', tag, 'queue'), seen: key('demo', tag, 'seen') };
-}
-
-export { nodeKeys };
-`,
-  'shared/demo/store.ts': `import { hashTag, key, luaScript, runScript } from '../redis/index.js';
-import type { LuaScript, RedisClient } from '../redis/index.js';
-import { nodeKeys } from './keys.js';
-
-const LIMIT = 100;
-const push = luaScript(
-  2,
-  [
-    'local queue, seen = KEYS[1], KEYS[2]',
-    "if redis.call('SADD', seen, ARGV[1]) == 0 then return 0 end",
-    "return redis.call('RPUSH', queue, ARGV[1])",
-  ].join('\\n'),
-);
-const trim = luaScript(2, \`
-local first = table.remove(KEYS, 1)
-redis.call('LTRIM', first, 0, \${LIMIT - 1}) -- redis.call('GET', 'not code')
-return {redis.call('DEL', KEYS[1]), redis.call('TIME')}
-\`);
-
-export function createStore(redis: RedisClient, node: string) {
-  const { queue, seen } = nodeKeys(node);
-  const t = hashTag(\`user:\${node}\`);
-  const userKeys = (id: string) => [key('user', t, id), \`user:\${t}:\${id}:log\`];
-  const run = (script: LuaScript, keys: readonly string[], args: readonly string[]) =>
-    runScript(redis, script, [...keys, ...args], Number);
-  return {
-    push: (item: string) => run(push, [queue, seen], [item]),
-    trim: (id: string) => runScript(redis, trim, [...userKeys(id), '10'], Number),
-  };
-}
-`,
-};

@@ -1,0 +1,11 @@
+--[[
+  The benchmark's effect (bench/harness/index.ts): run bare with EVALSHA, and through
+  defineIdempotentScript.
+
+  Input:
+    KEYS[1] count:{<tag>}   a counter
+    ARGV[1] by
+  Output:
+    the counter's new value
+]]
+return redis.call('INCRBY', KEYS[1], ARGV[1])
