@@ -3,9 +3,11 @@
 #   docker run -e FUNCTION_TARGET=<name> -p 8080:8080 edgeai
 FROM node:20-bookworm-slim AS build
 WORKDIR /app
-COPY package.json package-lock.json .npmrc ./
-# allowScripts in package.json skips onnxruntime-node's CUDA download; the CPU build ships inside.
-RUN npm ci --no-audit --no-fund
+COPY package.json package-lock.json ./
+# onnxruntime-node ships the CPU build we use; its install script would fetch CUDA binaries from
+# outside the npm registry. ONNXRUNTIME_NODE_INSTALL=skip makes it exit at once: this image's npm
+# (10, with Node 20) runs the script, as it knows nothing of package.json's allowScripts.
+RUN ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY bin ./bin
 COPY functions ./functions

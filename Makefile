@@ -1,8 +1,8 @@
 # The README's two commands live here. `make test` works on a fresh clone with only Node, npm
 # and (or the rights to install) redis-server.
-.PHONY: test test-redis-cluster demo local deps redis-server kubectl typecheck lint unit bench build
+.PHONY: test test-redis-cluster demo local deps redis-server kubectl typecheck lint unit integration bench build
 
-test: deps redis-server kubectl typecheck lint unit
+test: deps redis-server kubectl typecheck lint unit integration
 
 # The seed's JointInferenceService on the embedded local stack (no cluster): see README.
 demo: deps redis-server
@@ -12,10 +12,12 @@ demo: deps redis-server
 local: deps redis-server
 	npm run -s local
 
-# npm ci when node_modules is missing or older than the lockfile.
+# npm ci when node_modules is missing or older than the lockfile. onnxruntime-node ships the CPU
+# build we use; ONNXRUNTIME_NODE_INSTALL=skip stops its install script from fetching CUDA binaries
+# from outside the npm registry, should the script run at all (package.json's allowScripts).
 deps: node_modules/.installed
 node_modules/.installed: package-lock.json
-	npm ci --no-audit --no-fund
+	ONNXRUNTIME_NODE_INSTALL=skip npm ci --no-audit --no-fund
 	@touch $@
 
 redis-server:
@@ -32,15 +34,21 @@ lint: deps
 	npx eslint .
 	npx prettier --check .
 
-unit: deps
-	npx vitest run
+# The fast lane (vitest.config.ts's `unit` project): in-process code, in-process HTTP servers
+# and the run's one Redis.
+unit: deps redis-server
+	npx vitest run --project unit
+
+# The rest: the local stack, child processes (redis-server, kubectl, esbuild, node), retraining.
+integration: deps redis-server kubectl
+	npx vitest run --project integration
 
 build: deps
 	npx tsc -p tsconfig.build.json
 
-# Every benchmark folder under bench/ (each prints tables and a final JSON line).
+# Every benchmark folder under bench/ and research/bench/ (each prints tables, then a JSON line).
 bench: deps redis-server
-	@for b in $$(ls bench | grep -v -e support -e '\.ts$$'); do npm run bench -- $$b || exit 1; done
+	@for b in $$( (ls bench; ls research/bench) | grep -v -e support -e '\.ts$$'); do npm run bench -- $$b || exit 1; done
 
 # Every test file that uses the run's Redis, against a private Redis Cluster (3 masters, 3
 # replicas) that test/support/global-setup.ts starts and stops; then the failover tests

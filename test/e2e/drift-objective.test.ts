@@ -146,7 +146,6 @@ describe('the edge with an objective and a drift reference', () => {
   });
 
   it('never holds an answer for a shadow call, and skips shadow calls past the cap', async () => {
-    const started = performance.now();
     for (let i = 0; i < 5; i += 1) {
       const samples = await jointInfer(
         joint,
@@ -161,8 +160,8 @@ describe('the edge with an objective and a drift reference', () => {
       );
       expect(samples.every((s) => s.tier === 'edge')).toBe(true);
     }
-    // Five answers while every shadow call hangs: the cap let two start, the rest were skipped.
-    expect(performance.now() - started).toBeLessThan(5000);
+    // Five answers while every shadow call hangs (until afterAll releases them): none waited
+    // for one. The cap let two start, the rest were skipped.
     expect(parked.length).toBe(2);
     expect(shadowOutcomes.filter((o) => o === 'skipped').length).toBeGreaterThan(0);
   });

@@ -31,6 +31,8 @@ describe('inference events across two replicas', () => {
   const replicas: Array<{ server: Listening; counters: WorkerCounters }> = [];
   /** Lets a test hold replica A's answers until it has tried the redelivery on B. */
   let gate: Promise<void> | undefined;
+  /** Called when replica A starts an answer (it holds the event's claim then). */
+  let answering: (() => void) | undefined;
 
   beforeAll(async () => {
     redis = await testRedis();
@@ -73,6 +75,7 @@ describe('inference events across two replicas', () => {
               name === 'a'
                 ? async (key, answer) =>
                     shared(key, async () => {
+                      answering?.();
                       await gate;
                       return answer();
                     })
@@ -121,20 +124,28 @@ describe('inference events across two replicas', () => {
     const before = counted();
     let open!: () => void;
     gate = new Promise((resolve) => (open = resolve));
+    const claimed = new Promise<void>((resolve) => (answering = resolve));
     const first = send(0, 'ev-3', image(1));
     // Once A holds the claim, B must not infer: it answers 503 (retry later).
+    await claimed;
     const claimKey = 'answer:{ns/svc}:9:/camera/3:ev-3';
-    while (!(await redis.client.get(claimKey))?.startsWith('claimed:')) {
-      await new Promise((r) => setTimeout(r, 5));
-    }
+    expect(await redis.client.get(claimKey)).toMatch(/^claimed:/);
     const busy = await send(1, 'ev-3', image(1));
     expect(busy.status).toBe(503);
     expect(busy.headers.get('retry-after')).toBe('1');
-    // Past two leases A still answers, so it has renewed its claim: B must still not infer.
-    await new Promise((r) => setTimeout(r, 4500));
+    // Past the claim's expiry as it stands now (on Redis's own clock) A still answers, so it
+    // has renewed its claim: B must still not infer.
+    const redisNow = async () => {
+      const [seconds, micros] = await redis.client.time();
+      return Number(seconds) * 1000 + Number(micros) / 1000;
+    };
+    const leaseEnds = (await redisNow()) + (await redis.client.pttl(claimKey));
+    while ((await redisNow()) <= leaseEnds) await new Promise((r) => setTimeout(r, 100));
+    expect(await redis.client.get(claimKey)).toMatch(/^claimed:/);
     expect((await send(1, 'ev-3', image(1))).status).toBe(503);
     open();
     gate = undefined;
+    answering = undefined;
     const answered = await first;
     expect(answered.status).toBe(200);
     const retried = await send(1, 'ev-3', image(1));

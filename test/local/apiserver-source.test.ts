@@ -10,7 +10,7 @@ import { parseApiServerSources, startApiServerSources } from '../../local/apiser
 import { startApiServer } from '../support/apiserver.js';
 import type { TestApiServer } from '../support/apiserver.js';
 import { helmetDetectionSample } from '../support/samples.js';
-import { until } from '../support/until.js';
+import { signal } from '../support/signal.js';
 
 const yaml = readFileSync(
   new URL('../../knative/eventing/apiserversources.yaml', import.meta.url),
@@ -20,6 +20,7 @@ const yaml = readFileSync(
 describe('local ApiServerSource', () => {
   let api: TestApiServer;
   const sent: Array<{ url: string; event: SinkEvent }> = [];
+  const arrived = signal();
   let stop: () => void = () => {};
   beforeAll(async () => {
     api = await startApiServer();
@@ -33,6 +34,7 @@ describe('local ApiServerSource', () => {
       brokerUrl: (namespace, name) => `http://broker/${namespace}/${name}`,
       sinkFor: (url) => (event) => {
         sent.push({ url, event });
+        arrived.changed();
         return Promise.resolve();
       },
     });
@@ -49,7 +51,7 @@ describe('local ApiServerSource', () => {
       ...sample,
       metadata: { name: 'demo', namespace: 'default' },
     });
-    await until(() => sent.length >= 2, 'two add events');
+    await arrived.when(() => sent.length >= 2);
     const adds = sent.filter((s) => s.event.subject?.endsWith('/jointinferenceservices/demo'));
     expect(adds.map((s) => s.event.extensions?.['edgeaiwatch']).sort()).toEqual([
       'reconcile',
@@ -64,10 +66,9 @@ describe('local ApiServerSource', () => {
       expect(event.data).toMatchObject({ metadata: { name: 'demo', namespace: 'default' } });
     }
     await api.kube.delete({ kind: 'jointInferenceService', namespace: 'default', name: 'demo' });
-    await until(
+    await arrived.when(
       () =>
         sent.filter((s) => s.event.type === 'dev.knative.apiserver.resource.delete').length === 2,
-      'two delete events',
     );
   });
 
@@ -83,11 +84,18 @@ describe('local ApiServerSource', () => {
       'default',
       ksvc('demo-edge', { 'app.kubernetes.io/managed-by': 'edgeai' }),
     );
-    await until(() => sent.length > before, 'the worker event');
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // A last labelled Service: its event comes after any the two before it caused (one watch,
+    // its events sent in order), so once it is here nothing about those is still on its way.
+    await api.kube.create(
+      'knativeService',
+      'default',
+      ksvc('last-edge', { 'app.kubernetes.io/managed-by': 'edgeai' }),
+    );
+    await arrived.when(() => sent.some((s) => s.event.subject?.endsWith('/last-edge') === true));
     const services = sent.slice(before).map((s) => s.event.subject);
     expect(services).toEqual([
       '/apis/serving.knative.dev/v1/namespaces/default/services/demo-edge',
+      '/apis/serving.knative.dev/v1/namespaces/default/services/last-edge',
     ]);
     expect(sent.at(-1)!.event.extensions).toEqual({ edgeaiwatch: 'reconcile' });
   });
@@ -99,6 +107,7 @@ describe('local ApiServerSource at start', () => {
     const sent: SinkEvent[] = [];
     try {
       const sample = helmetDetectionSample();
+      const arrivedHere = signal();
       await api.kube.create('jointInferenceService', 'default', {
         ...sample,
         metadata: { name: 'before', namespace: 'default' },
@@ -111,6 +120,7 @@ describe('local ApiServerSource at start', () => {
         brokerUrl: (namespace, name) => `http://broker/${namespace}/${name}`,
         sinkFor: () => (event) => {
           sent.push(event);
+          arrivedHere.changed();
           return Promise.resolve();
         },
       });
@@ -119,7 +129,7 @@ describe('local ApiServerSource at start', () => {
           { kind: 'jointInferenceService', namespace: 'default', name: 'before' },
           { metadata: { labels: { touched: 'yes' } } },
         );
-        await until(() => sent.length === 2, 'the update, once per source');
+        await arrivedHere.when(() => sent.length >= 2);
         expect(sent.map((e) => e.type)).toEqual([
           'dev.knative.apiserver.resource.update',
           'dev.knative.apiserver.resource.update',

@@ -14,6 +14,7 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDevApiServer, kubeconfig, listenDevApiServer } from '../../local/apiserver/index.js';
 import { httpsRequest } from '../support/apiserver.js';
+import { signal } from '../support/signal.js';
 
 const group = 'edgeai.io';
 const version = 'v1alpha1';
@@ -247,20 +248,23 @@ describe('development API server via client-node', () => {
 
   it('streams watch events, resumes from a resourceVersion, and serves core Nodes', async () => {
     const events: Array<[string, string]> = [];
+    const seen = signal();
     const listed = (await api.listNamespacedCustomObject(open)) as {
       metadata: { resourceVersion: string };
     };
     const controller = await new Watch(config).watch(
       `/apis/serving.knative.dev/v1/namespaces/open/services`,
       { resourceVersion: listed.metadata.resourceVersion },
-      (phase, obj: Obj) => events.push([phase, obj.metadata.name]),
+      (phase, obj: Obj) => {
+        events.push([phase, obj.metadata.name]);
+        seen.changed();
+      },
       () => {},
     );
     await api.createNamespacedCustomObject({ ...open, body: body('w', {}) });
     await api.patchNamespacedCustomObject({ ...open, name: 'w', body: { spec: { b: 1 } } }, merge);
     await api.deleteNamespacedCustomObject({ ...open, name: 'w' });
-    const deadline = Date.now() + 5000;
-    while (events.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    await seen.when(() => events.length >= 3);
     controller.abort();
     expect(events).toEqual([
       ['ADDED', 'w'],
@@ -277,6 +281,7 @@ describe('development API server via client-node', () => {
   it('tells a selector watch when a label change moves an object out of it or into it', async () => {
     const events: Array<[string, string]> = [];
     const deleted: Obj[] = [];
+    const seen = signal();
     const listed = (await api.listNamespacedCustomObject(open)) as {
       metadata: { resourceVersion: string };
     };
@@ -286,6 +291,7 @@ describe('development API server via client-node', () => {
       (phase, obj: Obj) => {
         events.push([phase, obj.metadata.name]);
         if (phase === 'DELETED') deleted.push(obj);
+        seen.changed();
       },
       () => {},
     );
@@ -309,9 +315,13 @@ describe('development API server via client-node', () => {
       merge,
     );
     await label(null);
-    const deadline = Date.now() + 5000;
-    while (events.length < 5 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
-    await new Promise((r) => setTimeout(r, 50));
+    // A last object in the selection: the watch sends its events in order, so once its ADDED is
+    // here, every event the changes above caused is too.
+    await api.createNamespacedCustomObject({
+      ...open,
+      body: { ...body('marker', {}), metadata: { name: 'marker', labels: { team: 'a' } } },
+    });
+    await seen.when(() => events.some(([, name]) => name === 'marker'));
     controller.abort();
     // The spec change while labelled b is not this watch's business.
     expect(events).toEqual([
@@ -320,6 +330,7 @@ describe('development API server via client-node', () => {
       ['ADDED', 'moving'],
       ['MODIFIED', 'moving'],
       ['DELETED', 'moving'],
+      ['ADDED', 'marker'],
     ]);
     // Each DELETED carries the state the watch last matched, at the relabelling's version.
     const current = (await api.getNamespacedCustomObject({ ...open, name: 'moving' })) as Obj;

@@ -29,11 +29,10 @@ describe('the local stack names what is wrong', () => {
 
   it('REDIS_URL pointing at nothing: at once, naming the URL', async () => {
     const nothing = `redis://127.0.0.1:${await freePort()}`;
-    const started = Date.now();
+    // ECONNREFUSED, not "no answer in ... ms": the first refusal ends it, no timeout ran out.
     await expect(startLocalStack({ ...options, redisUrl: nothing })).rejects.toThrow(
       `Redis at ${nothing} (REDIS_URL) is unreachable (ECONNREFUSED): start it there, or unset REDIS_URL to run a private redis-server`,
     );
-    expect(Date.now() - started).toBeLessThan(5_000);
   });
 
   it('REDIS_URL with a password: never echoed', async () => {

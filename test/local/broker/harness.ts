@@ -1,9 +1,11 @@
-/** Recording subscribers on ephemeral ports, the repository's eventing manifests, and waiting. */
+/** Recording subscribers on ephemeral ports, and the repository's eventing manifests. */
 import { readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
 import type { KReference } from '../../../local/broker/index.js';
 import { listen } from '../../support/http.js';
+import { signal } from '../../support/signal.js';
+import type { Signal } from '../../support/signal.js';
 
 export interface Received {
   headers: IncomingHttpHeaders;
@@ -19,6 +21,8 @@ export interface Answer {
 export interface Subscriber {
   url: string;
   received: Received[];
+  /** Changed on every request received. */
+  arrived: Signal;
   /** How the next requests are answered (default: 202, empty). */
   answer: (request: Received, n: number) => Answer;
   close(): Promise<void>;
@@ -29,7 +33,8 @@ export async function subscriber(
   answer: (request: Received, n: number) => Answer = () => ({ status: 202 }),
 ): Promise<Subscriber> {
   const received: Received[] = [];
-  const sub: Subscriber = { url: '', received, answer, close: async () => {} };
+  const arrived = signal();
+  const sub: Subscriber = { url: '', received, arrived, answer, close: async () => {} };
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -39,6 +44,7 @@ export async function subscriber(
       const { status, headers = {}, body = '' } = sub.answer(request, received.length);
       res.writeHead(status, { ...headers, 'content-length': Buffer.byteLength(body) });
       res.end(body);
+      arrived.changed();
     });
   });
   const listening = await listen(server);
@@ -64,13 +70,4 @@ export function servicesResolver(
     ref.apiVersion === 'serving.knative.dev/v1' && ref.kind === 'Service'
       ? urls[ref.name]
       : undefined;
-}
-
-/** Waits (polling, generously) until `check` holds. */
-export async function until(check: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
 }

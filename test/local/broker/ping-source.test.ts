@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createDevBroker, loadEventing, startPingSources } from '../../../local/broker/index.js';
 import type { BrokerEvent, DevBroker, PingRecord } from '../../../local/broker/index.js';
-import { repositoryEventing, servicesResolver, subscriber, until } from './harness.js';
+import { repositoryEventing, servicesResolver, subscriber } from './harness.js';
 import type { Subscriber } from './harness.js';
 
 const functions = ['reconcile-tick', 'downstream-sync', 'upstream-status', 'aset-scheduler'];
@@ -44,9 +44,11 @@ describe('PingSources through the development broker', () => {
       onTick: (record) => ticks.push(record),
     });
     try {
-      await until(
-        () => pings('reconcile-tick').length >= 3 && pings('aset-scheduler').length >= 3,
-        'three ticks of each PingSource',
+      // Three ticks of each PingSource.
+      await Promise.all(
+        ['reconcile-tick', 'aset-scheduler'].map((name) =>
+          subs[name]!.arrived.when(() => pings(name).length >= 3),
+        ),
       );
     } finally {
       sources.stop();
@@ -72,11 +74,6 @@ describe('PingSources through the development broker', () => {
     }
     expect(pings('upstream-status')).toEqual([]);
     expect(new Set(ticks.map((t) => t.outcome))).toEqual(new Set(['accepted']));
-
-    // Stopped: no timer is left to tick.
-    const after = ticks.length;
-    await new Promise((resolve) => setTimeout(resolve, 150));
-    expect(ticks.length).toBe(after);
   });
 
   it('fires one tick on demand', async () => {
@@ -146,6 +143,32 @@ spec:
       sources.stop();
       await vi.advanceTimersByTimeAsync(60 * 60_000);
       expect(got).toHaveLength(3);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('leaves no timer to tick once stopped (every N ms too)', async () => {
+    vi.useFakeTimers();
+    try {
+      const got: string[] = [];
+      const sources = startPingSources({
+        sources: loadEventing(repositoryEventing()).pingSources,
+        broker: {
+          ingest: (_ns, _name, event) => {
+            got.push(String(event.attributes['source']));
+            return 'accepted';
+          },
+        },
+        everyMs: 25,
+      });
+      await vi.advanceTimersByTimeAsync(100);
+      expect(got.length).toBeGreaterThan(0);
+      sources.stop();
+      expect(vi.getTimerCount()).toBe(0);
+      const after = got.length;
+      await vi.advanceTimersByTimeAsync(60 * 60_000);
+      expect(got).toHaveLength(after);
     } finally {
       vi.useRealTimers();
     }

@@ -108,15 +108,19 @@ describe('inference pool', () => {
     });
     let stop = false;
     let smallServed = 0;
+    let streaming!: () => void;
+    const started = new Promise<void>((resolve) => (streaming = resolve));
     // Eight one-row callers, each sending again as soon as it is answered: the worker always
     // has a full batch of small requests waiting.
     const callers = Array.from({ length: 8 }, async () => {
       while (!stop) {
         await starving.infer(digits(test.x, 0, 1), 1);
         smallServed += 1;
+        if (smallServed === 8) streaming();
       }
     });
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // The stream runs: a first batch of small requests was answered, and more are queued.
+    await started;
     // Without aging this never resolves (the small stream only stops after it): the test would
     // time out.
     const big = await starving.infer(digits(test.x, 0, 9), 9);

@@ -5,7 +5,6 @@
  */
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders } from 'node:http';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDevBroker, loadEventing } from '../../../local/broker/index.js';
@@ -33,16 +32,21 @@ import { capturedTelemetry, listen, postEvent } from '../../support/http.js';
 import type { Listening } from '../../support/http.js';
 import { testRedis } from '../../support/redis.js';
 import type { TestRedis } from '../../support/redis.js';
+import { signal } from '../../support/signal.js';
+import type { Signal } from '../../support/signal.js';
 
 interface ModelBehaviour {
-  delayMs?: number;
+  /** Answer only once this settles (a model still computing). */
+  hold?: Promise<unknown>;
   /** Answer this status (with an OIP error) this many times, then answer normally. */
   fail?: { status: number; times: number };
 }
 
 interface FakeModel extends Listening {
   name: string;
-  calls: Array<{ headers: IncomingHttpHeaders; body: Buffer; at: number }>;
+  calls: Array<{ headers: IncomingHttpHeaders; body: Buffer }>;
+  /** Changed on every call. */
+  called: Signal;
   behaviour: ModelBehaviour;
 }
 
@@ -52,6 +56,7 @@ interface FakeModel extends Listening {
  */
 async function fakeModel(name: string, offset: number): Promise<FakeModel> {
   const calls: FakeModel['calls'] = [];
+  const called = signal();
   const behaviour: ModelBehaviour = {};
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -59,8 +64,9 @@ async function fakeModel(name: string, offset: number): Promise<FakeModel> {
     req.on('end', () => {
       void (async () => {
         const body = Buffer.concat(chunks);
-        calls.push({ headers: req.headers, body, at: performance.now() });
-        if (behaviour.delayMs !== undefined) await sleep(behaviour.delayMs);
+        calls.push({ headers: req.headers, body });
+        called.changed();
+        await behaviour.hold;
         if (req.url !== `/v2/models/${name}/infer`) {
           res.writeHead(404, { 'content-type': 'application/json' });
           res.end(JSON.stringify({ error: `no model at ${req.url}` }));
@@ -107,7 +113,7 @@ async function fakeModel(name: string, offset: number): Promise<FakeModel> {
       })();
     });
   });
-  return Object.assign(await listen(server), { name, calls, behaviour });
+  return Object.assign(await listen(server), { name, calls, called, behaviour });
 }
 
 const modelRoot = fileURLToPath(new URL('../../../models', import.meta.url));
@@ -226,12 +232,20 @@ describe('graph executor', () => {
   };
 
   it('runs an ensemble: both models at once, their answers joined', async () => {
-    small.behaviour.delayMs = 100;
-    large.behaviour.delayMs = 100;
+    // Each model holds its answer until both have the request: called one after the other,
+    // the first would never answer (and the test would time out).
+    const calledBoth = Promise.all(
+      [small, large].map((m) => {
+        const before = m.calls.length;
+        return m.called.when(() => m.calls.length > before);
+      }),
+    );
+    small.behaviour.hold = calledBoth;
+    large.behaviour.hold = calledBoth;
     const url = await ensemble('ensemble', { type: 'inner' });
     const answer = await predict(url);
-    small.behaviour.delayMs = undefined;
-    large.behaviour.delayMs = undefined;
+    small.behaviour.hold = undefined;
+    large.behaviour.hold = undefined;
     expect(answer.status).toBe(200);
     expect(answer.headers.get('mlgraph-nodes')!.split(',').sort()).toEqual([
       'both',
@@ -246,8 +260,6 @@ describe('graph executor', () => {
     expect(body.partial).toBe(false);
     expect(body.inputs['small']!.outputs[0]!.data).toEqual([13]);
     expect(body.inputs['large']!.outputs[0]!.data).toEqual([103]);
-    // Concurrently: each model had the request before the other answered.
-    expect(Math.abs(small.calls.at(-1)!.at - large.calls.at(-1)!.at)).toBeLessThan(100);
   });
 
   it('sends a reward to the router on the path, once however often it is resent', async () => {
@@ -398,8 +410,13 @@ describe('graph executor', () => {
     // root -> a and s; s chooses b (of b, c) only after a's input went; j joins a, b, c.
     const root = await routerNode(['a', 's'], { kind: 'static' });
     const s = await routerNode(['b', 'c'], { kind: 'static', children: ['b'] });
+    // s answers only once a's input is at the join, so that b's input completes the join only
+    // because s ruled c out. The join's deadline (30 s) is past the test's timeout.
     const join = await joinNode(30_000);
-    const slowRouter = await fakeSlow(s.url, 150);
+    let joined!: () => void;
+    const aJoined = new Promise<void>((resolve) => (joined = resolve));
+    const joinRelay = await relay(join.url, { relayed: () => joined() });
+    const slowRouter = await relay(s.url, { hold: aJoined });
     const url = (
       await graph({
         graph: 'ns/bound',
@@ -415,19 +432,16 @@ describe('graph executor', () => {
           },
           model('b', large, [{ node: 'j' }]),
           model('c', third, [{ node: 'j' }]),
-          { name: 'j', kind: 'join', url: join.url },
+          { name: 'j', kind: 'join', url: joinRelay.url },
         ],
       })
     ).url;
-    const started = performance.now();
     const answer = await predict(url);
     expect(answer.status).toBe(200);
-    expect(Object.keys(((await answer.json()) as { inputs: object }).inputs).sort()).toEqual([
-      'a',
-      'b',
-    ]);
-    // Not the join's 30 s deadline.
-    expect(performance.now() - started).toBeLessThan(2_000);
+    const body = (await answer.json()) as { partial: boolean; inputs: object };
+    expect(Object.keys(body.inputs).sort()).toEqual(['a', 'b']);
+    // Complete, not handed out at the join's deadline (that one is partial).
+    expect(body.partial).toBe(false);
   });
 
   it('answers a Hard step failure with that step status and message, never a 200', async () => {
@@ -507,25 +521,26 @@ describe('graph executor', () => {
         model('small', small),
       ],
     });
-    small.behaviour.delayMs = 1_000;
+    // The model never answers while the test runs: a 504 can only be a deadline's (the graph
+    // and the edge otherwise allow 30 s, past the test's timeout).
+    let answerNow!: () => void;
+    small.behaviour.hold = new Promise<void>((resolve) => (answerNow = resolve));
     try {
       for (const [url, headers] of [
         [(await graph(plan(30_000, { timeoutMs: 150 }))).url, {}],
         [(await graph(plan(150, {}))).url, {}],
         [(await graph(plan(30_000, {}))).url, { 'mlgraph-timeout-ms': '150' }],
       ] as const) {
-        const started = performance.now();
         const answer = await predict(url, request, headers);
-        const took = performance.now() - started;
         expect(answer.status).toBe(504);
-        expect(took).toBeLessThan(800);
       }
       // Each hop is told the time left.
       const told = Number(small.calls.at(-1)!.headers['mlgraph-timeout-ms']);
       expect(told).toBeGreaterThan(0);
       expect(told).toBeLessThanOrEqual(150);
     } finally {
-      small.behaviour.delayMs = undefined;
+      small.behaviour.hold = undefined;
+      answerNow();
     }
   });
 
@@ -649,19 +664,20 @@ spec:
   });
 
   it('hands out an outer join when its window ends, marked partial', async () => {
-    large.behaviour.delayMs = 1_000;
+    // large never answers while the test runs: only the window's end can hand the join out.
+    let answerNow!: () => void;
+    large.behaviour.hold = new Promise<void>((resolve) => (answerNow = resolve));
     try {
       const url = await ensemble('outer', { type: 'outer', windowMs: 200 });
-      const started = performance.now();
       const answer = await predict(url);
       expect(answer.status).toBe(200);
-      expect(performance.now() - started).toBeLessThan(900);
       expect(answer.headers.get('mlgraph-partial')).toBe('true');
       const body = (await answer.json()) as { partial: boolean; inputs: object };
       expect(body.partial).toBe(true);
       expect(Object.keys(body.inputs)).toEqual(['small']);
     } finally {
-      large.behaviour.delayMs = undefined;
+      large.behaviour.hold = undefined;
+      answerNow();
     }
   });
 
@@ -704,21 +720,26 @@ spec:
     expect(((await wrong.json()) as { error: { message: string } }).error.message).toMatch(/input/);
   });
 
-  /** A proxy that answers `target`'s answers `delayMs` late. */
-  async function fakeSlow(target: string, delayMs: number): Promise<Listening> {
+  /** A proxy to `target`: each request waits for `hold` first; `relayed` runs after each answer. */
+  async function relay(
+    target: string,
+    options: { hold?: Promise<unknown>; relayed?: () => void },
+  ): Promise<Listening> {
     const server = createServer((req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         void (async () => {
-          await sleep(delayMs);
+          await options.hold;
           const answer = await fetch(`${target}${req.url}`, {
             method: req.method,
             headers: req.headers as Record<string, string>,
             body: Buffer.concat(chunks),
           });
+          const body = Buffer.from(await answer.arrayBuffer());
+          options.relayed?.();
           res.writeHead(answer.status, Object.fromEntries(answer.headers));
-          res.end(Buffer.from(await answer.arrayBuffer()));
+          res.end(body);
         })();
       });
     });

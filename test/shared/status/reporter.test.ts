@@ -21,7 +21,7 @@ import type { Listening } from '../../support/http.js';
 import { testRedis } from '../../support/redis.js';
 import type { TestRedis } from '../../support/redis.js';
 import { helmetDetectionSample } from '../../support/samples.js';
-import { until } from '../../support/until.js';
+import { signal } from '../../support/signal.js';
 
 const ns = 'default';
 const name = 'helmet-detection-demo';
@@ -33,12 +33,16 @@ describe('status reporter', () => {
   let upstream: Listening;
   /** Every report the reporter sent, as upstream-status parsed it, and its answer. */
   const sent: Array<{ message: WorkerMessage; status: number }> = [];
+  const arrived = signal();
+  /** Resolves once the reporter has sent `count` reports since the test began. */
+  const reports = (count: number) => arrived.when(() => sent.length >= count);
   const send: typeof fetch = async (input, init) => {
     const response = await fetch(input, init);
     sent.push({
       message: workerMessage.parse(JSON.parse(typeof init?.body === 'string' ? init.body : '')),
       status: response.status,
     });
+    arrived.changed();
     return response;
   };
   const status = async () =>
@@ -119,9 +123,21 @@ describe('status reporter', () => {
       driftWindow: 500,
       outlierShare: 0.06,
     };
-    const { reporter } = start(counters, () => quality);
+    // The reporter reads the estimate once per interval (and only once the previous report
+    // was answered): counting the reads counts the intervals, with no clock.
+    let reads = 0;
+    const read = signal();
+    const intervals = (count: number) => {
+      const target = reads + count;
+      return read.when(() => reads >= target);
+    };
+    const { reporter } = start(counters, () => {
+      reads += 1;
+      read.changed();
+      return quality;
+    });
     try {
-      await until(() => sent.length === 1, 'the first report');
+      await reports(1);
       expect(sent[0]).toMatchObject({
         status: 200,
         message: {
@@ -138,11 +154,11 @@ describe('status reporter', () => {
         },
       });
       // Nothing changes: nothing is sent for several intervals.
-      await new Promise((resolve) => setTimeout(resolve, 200));
+      await intervals(4);
       expect(sent).toHaveLength(1);
 
       quality = { ...quality, driftScore: 7.2, drifting: true, outlierShare: 0.31 };
-      await until(() => sent.length === 2, 'the report of the new estimate');
+      await reports(2);
       expect(sent[1]!.message.output?.quality).toEqual(quality);
       expect(sent[1]!.message.output?.taskInfo).toEqual(sent[0]!.message.output?.taskInfo);
       const shown = await status();
@@ -161,9 +177,9 @@ describe('status reporter', () => {
       estimatedEdgeAccuracy: Number.NaN,
     }));
     try {
-      await until(() => sent.length === 1, 'the first report');
+      await reports(1);
       counters.inferenceNumber = 310;
-      await until(() => sent.length === 2, 'the second report');
+      await reports(2);
       expect(sent.map((s) => s.status)).toEqual([200, 200]);
       // No shadowing yet: the field is left out, as an older upstream-status would want.
       expect(sent[1]!.message.output).toEqual({

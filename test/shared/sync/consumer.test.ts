@@ -73,12 +73,12 @@ describe('task consumer', () => {
     const dead = await createTaskConsumer(redis.client, { node: 'trim-claim', consumer: 'dead' });
     await dead.next(10);
     await redis.client.xtrim(stream('trim-claim'), 'MAXLEN', 0);
+    // claimIdleMs 0: every entry another consumer left pending counts as idle (no wait).
     const live = await createTaskConsumer(redis.client, {
       node: 'trim-claim',
       consumer: 'live',
-      claimIdleMs: 1,
+      claimIdleMs: 0,
     });
-    await new Promise((resolve) => setTimeout(resolve, 5));
     expect(await live.next(10)).toEqual({ tasks: [], lost: 2 });
     expect(await pendingCount('trim-claim')).toBe(0);
   });
@@ -89,14 +89,21 @@ describe('task consumer', () => {
     const ids = await insert('claim-cursor', 21);
     const busy = await createTaskConsumer(redis.client, { node: 'claim-cursor', consumer: 'busy' });
     expect((await busy.next(21)).tasks).toHaveLength(21);
-    await new Promise((resolve) => setTimeout(resolve, 1500));
-    // The busy consumer is still working on the first 20: they are not idle. (Wide margins:
-    // the three next() calls below must come within 1 s of this, on a loaded machine too.)
-    await redis.client.xclaim(stream('claim-cursor'), 'edge', 'busy', 0, ...ids.slice(0, 20));
+    // The busy consumer is still working on the first 20 (just delivered: not idle); the last
+    // has been idle for an hour, as XCLAIM's IDLE says (Redis's own clock, no waiting).
+    await redis.client.xclaim(
+      stream('claim-cursor'),
+      'edge',
+      'busy',
+      0,
+      ids[20]!,
+      'IDLE',
+      3_600_000,
+    );
     const other = await createTaskConsumer(redis.client, {
       node: 'claim-cursor',
       consumer: 'other',
-      claimIdleMs: 1000,
+      claimIdleMs: 60_000,
     });
     const claimed = [];
     for (let call = 0; call < 3; call += 1) claimed.push(...(await other.next(1)).tasks);

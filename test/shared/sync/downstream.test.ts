@@ -165,13 +165,12 @@ describe('downstream-sync', () => {
     const restarted = await createTaskConsumer(redis.client, { node: 'edge0', consumer: 'lc-1' });
     const { tasks: again } = await restarted.next(10);
     expect(again.map((t) => t.entryId)).toContain(task!.entryId);
-    // Another consumer claims what a dead one left pending.
+    // Another consumer claims what a dead one left pending (claimIdleMs 0: idle at once).
     const other = await createTaskConsumer(redis.client, {
       node: 'edge0',
       consumer: 'lc-2',
-      claimIdleMs: 1,
+      claimIdleMs: 0,
     });
-    await new Promise((resolve) => setTimeout(resolve, 5));
     const { tasks: claimed } = await other.next(10);
     expect(claimed.map((t) => t.entryId)).toContain(task!.entryId);
     await other.ack(claimed.map((t) => t.entryId));
