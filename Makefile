@@ -4,11 +4,11 @@
 
 test: deps redis-server kubectl typecheck lint unit integration
 
-# The seed's JointInferenceService on the embedded local stack (no cluster): see README.
+# The seed's JointInferenceService on the embedded local stack (no cluster): docs/local-stack.md.
 demo: deps redis-server
 	npm run -s demo
 
-# The embedded stack kept running until Ctrl-C (README: "A stack that stays up").
+# The embedded stack kept running until Ctrl-C (docs/local-stack.md).
 local: deps redis-server
 	npm run -s local
 

@@ -131,7 +131,7 @@ function checkRedisLocation(raw: z.output<typeof runtimeSchema>): void {
   }
 }
 
-/** Reads the shared runtime settings (see README "Configuration" for each variable). */
+/** Reads the shared runtime settings (docs/configuration.md "Every function" names each variable). */
 function loadConfig(env: Env = process.env): RuntimeConfig {
   const raw = readEnv(runtimeSchema, env);
   // ioredis silently prefers credentials in the URL — a user name alone (then with an empty

@@ -1,4 +1,4 @@
-/** reconcile-tick's settings, read once at start-up (see README "Configuration"). */
+/** reconcile-tick's settings, read once at start-up (docs/configuration.md "Per function"). */
 import { z } from 'zod';
 import { readEnv } from '../config/index.js';
 import type { Env } from '../config/index.js';

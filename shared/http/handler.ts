@@ -1,6 +1,6 @@
 /**
  * The request path shared by every function: health and metrics endpoints, CloudEvent decoding
- * and dispatch by type, plain HTTP routes, and one answer contract (see README "Answers").
+ * and dispatch by type, plain HTTP routes, and one answer contract (docs/writing-a-function.md "Answers").
  * It uses node:http types only, so it runs the same under functions-framework's Express app.
  *
  * The path is synchronous up to the function's own handler, and the only promise per request is

@@ -1,4 +1,4 @@
-/** edge-infer's and cloud-infer's settings, read once at start-up (see README "Configuration"). */
+/** edge-infer's and cloud-infer's settings, read once at start-up (docs/configuration.md "The inference workers"). */
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { z } from 'zod';

@@ -1,4 +1,4 @@
-/** upstream-status's settings, read once at start-up (see README "Configuration"). */
+/** upstream-status's settings, read once at start-up (docs/configuration.md "Per function"). */
 import { z } from 'zod';
 import { readEnv } from '../config/index.js';
 import { ConfigError } from '../errors/index.js';

@@ -1,4 +1,4 @@
-/** downstream-sync's settings, read once at start-up (see README "Configuration"). */
+/** downstream-sync's settings, read once at start-up (docs/configuration.md "Per function"). */
 import { z } from 'zod';
 import { readEnv } from '../config/index.js';
 import type { Env } from '../config/index.js';

@@ -7,7 +7,7 @@
  * stream, is SIGKILLed after a quarter of the events; every 503 is sent again, as Knative
  * redelivers, and the edge retries its refused reads and acknowledgements.
  *
- * What the design promises (README, shared/sync/streams.ts): each version of a service is
+ * What the design promises (docs/control-plane.md, shared/sync/streams.ts): each version of a service is
  * appended to a node's stream once ("redelivered ... events append nothing twice"), and an entry
  * stays pending until acknowledged (at least once). So every version must reach its node's
  * consumer (nothing lost), and no version may reach it in two stream entries (nothing twice).

@@ -285,7 +285,7 @@ function grantsOf(serviceAccount: string): Grant[] {
 const grants = (scope: string, resource: string, verbs: readonly string[]): Grant[] =>
   verbs.map((verb) => `${scope} ${resource} ${verb}`);
 
-/** The permissions each function needs (README "The control plane"), and nothing else. */
+/** The permissions each function needs (docs/control-plane.md and docs/deploying.md "What is in knative/"), and nothing else. */
 const functionGrants: Record<FunctionName, Grant[]> = {
   'reconcile-tick': [
     ...grants('cluster', 'edgeai.io/jointinferenceservices', ['get', 'list']),
