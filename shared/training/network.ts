@@ -3,7 +3,7 @@
  * backward passes (checked numerically in test/shared/training/gradients.test.ts), softmax
  * cross-entropy and Adam. The raw outputs (`logits`) and an arbitrary output gradient
  * (`backpropagate`) are open too, for losses other than cross-entropy: the ASET DQN's TD loss
- * (shared/aset/learn/dqn.ts). Written here rather than taken from @tensorflow/tfjs: tfjs-node cannot
+ * (research/aset/learn/dqn.ts). Written here rather than taken from @tensorflow/tfjs: tfjs-node cannot
  * install on these machines, and pure tfjs adds ~360 MB of packages and trains our CNN several
  * times slower than these typed-array loops. Doubles throughout; the ONNX export is float32.
  */
@@ -637,7 +637,9 @@ class Network {
    * Adds to the parameter gradients d(loss)/d(parameters) for the sample of the latest `logits`
    * (or `forward`) call, given `gradOutput` = d(loss)/d(logits): any loss on the raw outputs
    * then trains with the same layers. Call it before the next forward pass, which overwrites the
-   * kept activations. The input's own gradient is not computed.
+   * kept activations. The pass stops at the first layer with parameters, without its input's
+   * gradient: nothing reads it (a flatten or pooling below has nothing to learn), and for a wide
+   * first dense layer it is most of the backward pass.
    */
   backpropagate(gradOutput: ArrayLike<number>): void {
     const g0 = this.#gradOutput;
@@ -646,7 +648,13 @@ class Network {
     }
     g0.set(gradOutput);
     let g: Float64Array = g0;
-    for (let i = this.layers.length - 1; i >= 0; i -= 1) g = this.layers[i]!.backward(g, i > 0);
+    const first = Math.max(
+      0,
+      this.layers.findIndex((layer) => layer.params.length > 0),
+    );
+    for (let i = this.layers.length - 1; i >= first; i -= 1) {
+      g = this.layers[i]!.backward(g, i > first);
+    }
   }
 
   zeroGrad(): void {

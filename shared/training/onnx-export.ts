@@ -7,9 +7,12 @@
  * ASET Q-network: `state` [N, d] to `q` [N, actions]). Reading a model back rebuilds the
  * trainer's Network from its initializers, which is how a test compares onnxruntime's outputs
  * with the trainer's. Detectors have their own export (`exportDetectorOnnx`): image in, the
- * decoded boxes, scores and class distributions of every grid cell out.
+ * decoded boxes, scores and class distributions of every grid cell out. Federated learning reads
+ * and replaces a model's float32 initializers by name (`readInitializers`, `replaceInitializers`):
+ * the graph stays as it was, so the averaged model is served like any other.
  */
 import onnxProto from 'onnx-proto';
+import { ValidationError } from '../errors/index.js';
 import { Network } from './network.js';
 import type { LayerSpec, Shape } from './network.js';
 import type { DetectorHead } from './detector.js';
@@ -248,6 +251,17 @@ function importOnnx(bytes: Uint8Array): Network {
   return network;
 }
 
+/**
+ * The layers a model written by exportOnnx was built from (its `layers` metadata), so a trainer
+ * rebuilds the architecture from the model alone; undefined for any other model.
+ */
+function onnxLayers(bytes: Uint8Array): LayerSpec[] | undefined {
+  const model = onnx.ModelProto.decode(bytes);
+  const layers = model.metadataProps.find((p) => p.key === 'layers')?.value;
+  if (layers === undefined || layers === null || layers === '') return undefined;
+  return JSON.parse(layers) as LayerSpec[];
+}
+
 /** The ends of a model written by exportOnnx: what a loader checks before trusting it. */
 interface OnnxSignature {
   readonly inputName: string;
@@ -407,5 +421,125 @@ function importDetectorOnnx(bytes: Uint8Array): { network: Network; head: Detect
   return { network: importOnnx(bytes), head: JSON.parse(head) as DetectorHead };
 }
 
-export { exportOnnx, importOnnx, onnxSignature, exportDetectorOnnx, importDetectorOnnx };
-export type { ExportOptions, OnnxSignature };
+/**
+ * A float32 initializer: dims and row-major values. The same shape as shared/fl's Tensor, which
+ * this layer cannot import; TypeScript's structural typing lets either stand for the other.
+ */
+interface FloatInitializer {
+  readonly dims: readonly number[];
+  readonly values: Float32Array;
+}
+
+/** An initializer as a decoded model holds it. */
+type StoredTensor = onnxProto.onnx.ITensorProto;
+
+/** Throws unless an initializer's data lives in the model (not in an external file). */
+function checkEmbedded(tensor: StoredTensor, name: string): void {
+  if (tensor.dataLocation === onnx.TensorProto.DataLocation.EXTERNAL) {
+    throw new ValidationError(`initializer ${name} is stored outside the model, which is not read`);
+  }
+}
+
+/** A float32 initializer's values from rawData (little-endian) or floatData, checked against dims. */
+function floatValues(tensor: StoredTensor, name: string, count: number): Float32Array {
+  const raw = tensor.rawData;
+  if (raw !== undefined && raw !== null && raw.length > 0) {
+    if (raw.length !== 4 * count) {
+      throw new ValidationError(
+        `initializer ${name}: ${raw.length} raw bytes for ${count} float32 values`,
+      );
+    }
+    return new Float32Array(Uint8Array.from(raw).buffer);
+  }
+  const floats = tensor.floatData ?? [];
+  if (floats.length !== count) {
+    throw new ValidationError(
+      `initializer ${name}: ${floats.length} float values, dims say ${count}`,
+    );
+  }
+  return Float32Array.from(floats);
+}
+
+/** The model's initializers by name, refusing an unnamed or repeated one. */
+function initializersByName(model: ReturnType<typeof onnx.ModelProto.decode>) {
+  const byName = new Map<string, StoredTensor>();
+  for (const tensor of model.graph?.initializer ?? []) {
+    const name = tensor.name ?? '';
+    if (name === '') throw new ValidationError('the model has an unnamed initializer');
+    if (byName.has(name)) throw new ValidationError(`the model has two initializers named ${name}`);
+    byName.set(name, tensor);
+  }
+  return byName;
+}
+
+const dimsOf = (tensor: StoredTensor) => (tensor.dims ?? []).map((d) => Number(d));
+
+/**
+ * Every float32 initializer of an ONNX model by name, in the graph's order (copies, so the
+ * caller may change them): what federated learning averages. Other types (the int64 shape of a
+ * Reshape) are left out; they are part of the graph, not of what is learnt.
+ */
+function readInitializers(bytes: Uint8Array): Map<string, FloatInitializer> {
+  const model = onnx.ModelProto.decode(bytes);
+  const out = new Map<string, FloatInitializer>();
+  for (const [name, tensor] of initializersByName(model)) {
+    if (tensor.dataType !== FLOAT) continue;
+    checkEmbedded(tensor, name);
+    const dims = dimsOf(tensor);
+    out.set(name, {
+      dims,
+      values: floatValues(
+        tensor,
+        name,
+        dims.reduce((a, b) => a * b, 1),
+      ),
+    });
+  }
+  return out;
+}
+
+/**
+ * The same model with the named float32 initializers' values replaced (written as rawData):
+ * every name in `weights` must be a float32 initializer of the model with the same dims. The
+ * graph, the metadata and every other initializer are kept, so the result runs wherever the
+ * original did.
+ */
+function replaceInitializers(
+  bytes: Uint8Array,
+  weights: ReadonlyMap<string, FloatInitializer>,
+): Uint8Array {
+  const model = onnx.ModelProto.decode(bytes);
+  const byName = initializersByName(model);
+  for (const [name, { dims, values }] of weights) {
+    const tensor = byName.get(name);
+    if (tensor === undefined) throw new ValidationError(`the model has no initializer ${name}`);
+    if (tensor.dataType !== FLOAT) {
+      throw new ValidationError(
+        `initializer ${name} is not float32 (data type ${tensor.dataType})`,
+      );
+    }
+    checkEmbedded(tensor, name);
+    const expected = dimsOf(tensor);
+    const count = expected.reduce((a, b) => a * b, 1);
+    if (!sameShape(dims, expected) || values.length !== count) {
+      throw new ValidationError(
+        `initializer ${name}: dims ${JSON.stringify(dims)} (${values.length} values), the model has ${JSON.stringify(expected)}`,
+      );
+    }
+    tensor.rawData = new Uint8Array(values.buffer, values.byteOffset, values.byteLength);
+    tensor.floatData = [];
+  }
+  return onnx.ModelProto.encode(model).finish();
+}
+
+export {
+  onnxLayers,
+  exportOnnx,
+  importOnnx,
+  onnxSignature,
+  exportDetectorOnnx,
+  importDetectorOnnx,
+  readInitializers,
+  replaceInitializers,
+};
+export type { ExportOptions, OnnxSignature, FloatInitializer };

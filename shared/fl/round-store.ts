@@ -1,0 +1,267 @@
+/**
+ * A federated job's rounds in Redis, shared by whatever aggregator process runs the job (a
+ * restarted one, a second replica). One Lua script per change (lua/*.lua), so the guarantees
+ * hold across crashes and retries: an update counts at most once, one for another round or base
+ * version is refused with the reason, a round is aggregated by one claim holder at a time (a
+ * lease a dead aggregator leaves to run out), and its commit — new model version, history entry,
+ * next round — happens once, all at once. The updates stay stored until that commit, so an
+ * aggregator killed mid-aggregation loses none of them.
+ */
+import { hashTag, key, runScript } from '../redis/index.js';
+import type { RedisClient } from '../redis/index.js';
+import { claim, commit, offer, open } from './lua/index.js';
+
+const statuses = ['open', 'aggregating', 'done', 'failed'] as const;
+type RoundStatus = (typeof statuses)[number];
+
+/** Where the job stands, as open.lua documents it. */
+interface RoundState {
+  status: RoundStatus;
+  round: number;
+  /** The model version the open round trains from. */
+  base: number;
+  /** The latest model version, and its sha256. */
+  version: number;
+  sha: string;
+  selected: string[];
+  quorum: number;
+  /** Updates accepted for the open round. */
+  n: number;
+  openedMs: number;
+  deadlineMs: number;
+  /** Why the job ended (done or failed). */
+  message?: string;
+}
+
+const refusals = [
+  'unknown-job',
+  'finished',
+  'late',
+  'future',
+  'closed',
+  'stale-base',
+  'not-selected',
+] as const;
+type Refusal = (typeof refusals)[number];
+
+type OfferOutcome =
+  | { kind: 'accepted'; n: number; quorum: number; selected: number }
+  | { kind: 'duplicate'; n: number }
+  | { kind: 'refused'; reason: Refusal; detail: string };
+
+type ClaimOutcome =
+  | { kind: 'claimed'; closedBy: 'all' | 'quorum' | 'deadline'; n: number }
+  | { kind: 'waiting'; n: number; quorum: number; deadlineMs: number }
+  | { kind: 'busy'; untilMs: number }
+  | { kind: 'stale'; round: number }
+  | { kind: 'finished'; status: RoundStatus };
+
+/** One accepted update as stored: its metadata (JSON, the caller's schema) and its weights. */
+interface StoredUpdate {
+  worker: string;
+  meta: string;
+  weights: Buffer;
+}
+
+/** The next round (or the same one again), as commit.lua opens it. */
+interface NextRound {
+  selected: readonly string[];
+  quorum: number;
+  nowMs: number;
+  deadlineMs: number;
+}
+
+type Commit = { round: number; token: string; summary?: string } & (
+  | ({ outcome: 'next'; version: number; sha: string } & NextRound)
+  | ({ outcome: 'retry' } & NextRound)
+  | { outcome: 'done'; version: number; sha: string; nowMs: number; message: string }
+  | { outcome: 'failed'; nowMs: number; message: string }
+);
+
+interface RoundStore {
+  /** Starts round 1 from model version 0 (stored first), or returns the state found. */
+  open(first: NextRound & { sha: string }): Promise<{ created: boolean; state: RoundState }>;
+  state(): Promise<RoundState | undefined>;
+  offer(update: {
+    round: number;
+    worker: string;
+    base: number;
+    meta: string;
+    weights: Buffer;
+    nowMs: number;
+  }): Promise<OfferOutcome>;
+  claim(round: number, token: string, nowMs: number, leaseMs: number): Promise<ClaimOutcome>;
+  /** The open (or claimed) round's updates, by worker name. */
+  updates(): Promise<StoredUpdate[]>;
+  /** False when the claim was not this token's to commit (taken over, or committed already). */
+  commit(change: Commit): Promise<boolean>;
+  saveModel(version: number, bytes: Uint8Array): Promise<void>;
+  model(version: number): Promise<Buffer | undefined>;
+  /** Drops a stored model version (one no round trains from and no one serves any more). */
+  dropModel(version: number): Promise<void>;
+  /** Round summaries (JSON, as committed), newest first. */
+  history(): Promise<string[]>;
+  /** Per-worker counters: accepted, refused, lastRound, lastSeen (ms). */
+  workers(): Promise<Record<string, Record<string, number>>>;
+}
+
+const jobName = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-a-z0-9.]*[a-z0-9])?\/[-a-z0-9]*$/;
+const historyKept = 20;
+
+function fields(flat: readonly unknown[]): Map<string, string> {
+  const map = new Map<string, string>();
+  for (let i = 0; i + 1 < flat.length; i += 2) map.set(String(flat[i]), String(flat[i + 1]));
+  return map;
+}
+
+function parseState(map: ReadonlyMap<string, string>): RoundState | undefined {
+  const status = map.get('status');
+  if (!statuses.some((s) => s === status)) return undefined;
+  const num = (name: string) => Number(map.get(name) ?? 0);
+  const message = map.get('message');
+  return {
+    status: status as RoundStatus,
+    round: num('round'),
+    base: num('base'),
+    version: num('version'),
+    sha: map.get('sha') ?? '',
+    selected: JSON.parse(map.get('selected') ?? '[]') as string[],
+    quorum: num('quorum'),
+    n: num('n'),
+    openedMs: num('opened'),
+    deadlineMs: num('deadline'),
+    ...(message === undefined ? {} : { message }),
+  };
+}
+
+function offerOutcome(reply: unknown): OfferOutcome {
+  const [kind, a, b, c] = reply as [string, unknown, unknown, unknown];
+  if (kind === 'accepted') return { kind, n: Number(a), quorum: Number(b), selected: Number(c) };
+  if (kind === 'duplicate') return { kind, n: Number(a) };
+  return { kind: 'refused', reason: String(a) as Refusal, detail: String(b) };
+}
+
+function claimOutcome(reply: unknown): ClaimOutcome {
+  const [kind, a, b, c] = reply as [string, unknown, unknown, unknown];
+  switch (kind) {
+    case 'claimed':
+      return { kind, closedBy: String(a) as 'all' | 'quorum' | 'deadline', n: Number(b) };
+    case 'waiting':
+      return { kind, n: Number(a), quorum: Number(b), deadlineMs: Number(c) };
+    case 'busy':
+      return { kind, untilMs: Number(a) };
+    case 'finished':
+      return { kind, status: String(a) as RoundStatus };
+    default:
+      return { kind: 'stale', round: Number(a) };
+  }
+}
+
+/** commit.lua's ARGV for `change`. */
+function commitArgs(change: Commit): Array<string | number> {
+  const next = 'selected' in change ? change : undefined;
+  const version = 'version' in change ? change.version : '';
+  const sha = 'sha' in change ? change.sha : '';
+  return [
+    change.round,
+    change.token,
+    change.outcome,
+    version,
+    sha,
+    change.summary ?? '',
+    JSON.stringify(next?.selected ?? []),
+    next?.quorum ?? 0,
+    change.nowMs,
+    next?.deadlineMs ?? 0,
+    'message' in change ? change.message : '',
+    historyKept,
+  ];
+}
+
+function workerCounters(flat: Record<string, string>): Record<string, Record<string, number>> {
+  const byWorker: Record<string, Record<string, number>> = {};
+  for (const [field, value] of Object.entries(flat)) {
+    const at = field.lastIndexOf(':');
+    const worker = field.slice(0, at);
+    (byWorker[worker] ??= {})[field.slice(at + 1)] = Number(value);
+  }
+  return byWorker;
+}
+
+/**
+ * The store of job `job` (`<namespace>/<name>/<uid>`: a job deleted and created again under its
+ * name is a new one, and starts from round 1).
+ */
+function createRoundStore(redis: RedisClient, job: string): RoundStore {
+  if (!jobName.test(job)) throw new Error(`federated job id "${job}" is not <ns>/<name>/<uid>`);
+  const tag = hashTag(`fl:${job}`);
+  const keys = {
+    state: key('fl', tag, 'state'),
+    round: key('fl', tag, 'round'),
+    workers: key('fl', tag, 'workers'),
+    history: key('fl', tag, 'history'),
+    model: (version: number) => key('fl', tag, 'model', String(version)),
+  };
+  const text = (values: ReadonlyArray<string | number>) => values.map(String);
+  return {
+    async open(first) {
+      const args = [JSON.stringify(first.selected), first.quorum, first.nowMs, first.deadlineMs];
+      return runScript(redis, open, [keys.state, ...text([...args, first.sha])], (reply) => {
+        const [kind, flat] = reply as [string, unknown[]];
+        const state = parseState(fields(flat));
+        if (state === undefined) throw new Error(`open.lua: no state for ${job}`);
+        return { created: kind === 'created', state };
+      });
+    },
+    async state() {
+      return parseState(new Map(Object.entries(await redis.hgetall(keys.state))));
+    },
+    offer(update) {
+      const args = [update.round, update.worker, update.base, update.meta];
+      return runScript(
+        redis,
+        offer,
+        [keys.state, keys.round, keys.workers, ...text(args), update.weights, String(update.nowMs)],
+        offerOutcome,
+      );
+    },
+    claim(round, token, nowMs, leaseMs) {
+      const args = text([round, token, nowMs, leaseMs]);
+      return runScript(redis, claim, [keys.state, ...args], claimOutcome);
+    },
+    async updates() {
+      const stored = await redis.hgetallBuffer(keys.round);
+      return Object.keys(stored)
+        .filter((field) => field.startsWith('m:'))
+        .sort()
+        .map((field) => {
+          const worker = field.slice(2);
+          const weights = stored[`w:${worker}`] ?? Buffer.alloc(0);
+          return { worker, meta: String(stored[field]), weights };
+        });
+    },
+    async commit(change) {
+      const argv = [keys.state, keys.round, keys.history, ...text(commitArgs(change))];
+      return runScript(redis, commit, argv, (reply) => (reply as [string])[0] === 'committed');
+    },
+    async saveModel(version, bytes) {
+      await redis.set(
+        keys.model(version),
+        Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length),
+      );
+    },
+    async model(version) {
+      return (await redis.getBuffer(keys.model(version))) ?? undefined;
+    },
+    async dropModel(version) {
+      await redis.unlink(keys.model(version));
+    },
+    history: () => redis.lrange(keys.history, 0, -1),
+    async workers() {
+      return workerCounters(await redis.hgetall(keys.workers));
+    },
+  };
+}
+
+export { createRoundStore, refusals };
+export type { RoundStore, RoundState, OfferOutcome, ClaimOutcome, Commit, StoredUpdate, Refusal };

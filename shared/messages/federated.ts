@@ -1,0 +1,165 @@
+/**
+ * What the federated functions say to each other, one schema per message, used by both ends:
+ * - the job as its aggregator runs it (FL_JOB_CONFIG, JSON): reconcile-tick writes it on the
+ *   aggregator's Knative Service (shared/controller), the aggregator parses it at start-up;
+ * - the trainer's environment (flTrainerEnv), the same way;
+ * - a round started (aggregator → trainer, a JSON CloudEvent);
+ * - an update (trainer → aggregator): a binary-mode CloudEvent whose data is the encoded weights
+ *   (shared/fl/weights.ts) and whose extensions say what they are (flUpdateAttributes);
+ * - a trainer's failure (trainer → aggregator, JSON), which the job's restart policy judges.
+ * docs/federated-learning.md shows each on the wire.
+ */
+import { z } from 'zod';
+
+/** `<namespace>/<name>` of a FederatedLearningJob. */
+const jobRef = z
+  .string()
+  .regex(
+    /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?\/[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/,
+    'must be <namespace>/<name>',
+  );
+
+/** A trainer's name within its job (its Dataset's name). */
+const workerName = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/, 'must be a Kubernetes object name');
+
+const httpUrl = z.url({ protocol: /^https?$/ });
+
+/** Local training, as the round asks for it (FedProx's proximal term when mu > 0). */
+const trainingParameters = z
+  .object({
+    epochs: z.number().int().min(1).max(1000),
+    /** 0: the whole local dataset in one batch (FedSGD). */
+    batchSize: z.number().int().min(0),
+    learningRate: z.number().positive(),
+    seed: z.number().int(),
+    proximalMu: z.number().min(0).default(0),
+  })
+  .strict();
+
+const flTrainer = z
+  .object({
+    name: workerName,
+    /** The node it runs on: its updates must be signed with that node's token. */
+    node: z.string().min(1).max(253),
+    /** Where round events reach it. */
+    url: httpUrl,
+  })
+  .strict();
+
+const flJobConfig = z
+  .object({
+    job: jobRef,
+    /** The job's uid: a job deleted and created again under its name starts afresh. */
+    uid: z.string().regex(/^[-a-z0-9]{1,64}$/, 'must be a Kubernetes uid'),
+    /** The model round 1 trains from (the pretrained Model's, else the job's own). */
+    initialModel: z.object({ url: z.string().min(1), sha256: z.string().optional() }).strict(),
+    /** The trainers still in the job (a permanently failed one is left out). */
+    trainers: z.array(flTrainer).min(1),
+    round: z
+      .object({
+        minParticipants: z.number().int().min(1),
+        timeoutMs: z.number().int().min(1),
+        acceptFailures: z.boolean(),
+      })
+      .strict(),
+    stop: z
+      .object({
+        maxRounds: z.number().int().min(1),
+        targetAccuracy: z.number().min(0).max(1).optional(),
+        minLossImprovement: z.number().min(0).optional(),
+        patience: z.number().int().min(1).default(1),
+      })
+      .strict(),
+    training: trainingParameters,
+    /** A Dataset the aggregator evaluates every new model on. */
+    evaluation: z
+      .object({ url: z.string().min(1), format: z.string().min(1) })
+      .strict()
+      .optional(),
+    /** Where this aggregator answers, for the model URLs it hands out. */
+    publicUrl: httpUrl,
+  })
+  .strict()
+  .superRefine((config, ctx) => {
+    const names = new Set<string>();
+    for (const trainer of config.trainers) {
+      if (names.has(trainer.name))
+        ctx.addIssue({ code: 'custom', message: `trainer ${trainer.name} is listed twice` });
+      names.add(trainer.name);
+    }
+  });
+
+/** The fl-trainer's environment, as reconcile-tick writes it. */
+const flTrainerEnv = z.object({
+  FL_JOB: jobRef,
+  FL_WORKER: workerName,
+  FL_AGGREGATOR_URL: httpUrl,
+  DATASET_URL: z.string().min(1),
+  DATASET_FORMAT: z.string().min(1),
+});
+
+/** A round started: the trainer trains `model` and sends its update before `deadline`. */
+const roundStarted = z
+  .object({
+    job: jobRef,
+    round: z.number().int().min(1),
+    /** The model version the round trains from; an update must name it. */
+    base: z.number().int().min(0),
+    model: z.object({ url: httpUrl, sha256: z.string().regex(/^[0-9a-f]{64}$/) }).strict(),
+    training: trainingParameters,
+    deadline: z.iso.datetime(),
+  })
+  .strict();
+
+const decimal = z
+  .string()
+  .regex(/^\d+$/, 'must be a whole number')
+  .transform(Number)
+  .pipe(z.number().int().min(0).max(Number.MAX_SAFE_INTEGER));
+
+/** An update event's extensions (CloudEvent attribute names are lowercase letters and digits). */
+const flUpdateAttributes = z.object({
+  fljob: jobRef,
+  flworker: workerName,
+  flround: decimal.pipe(z.number().min(1)),
+  flbase: decimal,
+  flsamples: decimal.pipe(z.number().min(1)),
+  flloss: z.string().transform(Number).pipe(z.number().min(0).finite()).optional(),
+  fltrainms: decimal.optional(),
+  /** The weights are at this URL instead of in the event (a model too large for one). */
+  flweightsurl: httpUrl.optional(),
+  flweightssha256: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/)
+    .optional(),
+});
+
+/** A trainer that could not train: the job's restart policy judges its exit code. */
+const trainerFailed = z
+  .object({
+    job: jobRef,
+    worker: workerName,
+    round: z.number().int().min(1).optional(),
+    exitCode: z.number().int().min(0).max(255),
+    message: z.string().max(1024),
+  })
+  .strict();
+
+type FlJobConfig = z.output<typeof flJobConfig>;
+type FlTrainerEnv = z.output<typeof flTrainerEnv>;
+type RoundStarted = z.output<typeof roundStarted>;
+type FlUpdateAttributes = z.output<typeof flUpdateAttributes>;
+type TrainerFailed = z.output<typeof trainerFailed>;
+type TrainingParameters = z.output<typeof trainingParameters>;
+
+export { flJobConfig, flTrainerEnv, roundStarted, flUpdateAttributes, trainerFailed };
+export type {
+  FlJobConfig,
+  FlTrainerEnv,
+  RoundStarted,
+  FlUpdateAttributes,
+  TrainerFailed,
+  TrainingParameters,
+};
