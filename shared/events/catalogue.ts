@@ -35,6 +35,14 @@ const eventTypes = Object.freeze({
   streamEnded: 'io.edgeai.aset.stream.ended',
   streamBound: 'io.edgeai.aset.stream.bound',
   streamRejected: 'io.edgeai.aset.stream.rejected',
+  /** Federated learning: a round opened for a trainer (aggregator → trainer). */
+  flRoundStarted: 'io.edgeai.fl.round.started',
+  /** Federated learning: a trainer's weights for a round (trainer → aggregator). */
+  flUpdate: 'io.edgeai.fl.update',
+  /** Federated learning: a trainer that could not train, with its exit code. */
+  flTrainerFailed: 'io.edgeai.fl.trainer.failed',
+  /** Federated learning: a round ended (aggregator → reconcile-tick, through the Broker). */
+  flRoundCompleted: 'io.edgeai.fl.round.completed',
   /** ASET: a cluster's monitoring agent reports the responses its workers delivered. */
   workerResponsesReported: 'io.edgeai.aset.responses.reported',
 } as const);

@@ -92,5 +92,10 @@ function fedAvg(base: NamedTensors, updates: readonly WeightUpdate[]): Map<strin
   return out;
 }
 
-export { fedAvg };
+/** Throws (ValidationError, naming the worker and tensor) unless `update` fits `base`. */
+function checkUpdate(base: NamedTensors, update: WeightUpdate): void {
+  alignedValues(base, update);
+}
+
+export { fedAvg, checkUpdate };
 export type { WeightUpdate };

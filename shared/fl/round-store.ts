@@ -63,6 +63,17 @@ interface StoredUpdate {
   weights: Buffer;
 }
 
+/** What the store knows of one worker: its updates, and its last reported failure. */
+interface WorkerRecord {
+  accepted: number;
+  refused: number;
+  /** The last round it had an update accepted for (0: none). */
+  lastRound: number;
+  /** When it last sent anything (ms; 0: never). */
+  lastSeenMs: number;
+  failure?: { atMs: number; round: number; exitCode: number; message: string };
+}
+
 /** The next round (or the same one again), as commit.lua opens it. */
 interface NextRound {
   selected: readonly string[];
@@ -101,8 +112,14 @@ interface RoundStore {
   dropModel(version: number): Promise<void>;
   /** Round summaries (JSON, as committed), newest first. */
   history(): Promise<string[]>;
-  /** Per-worker counters: accepted, refused, lastRound, lastSeen (ms). */
-  workers(): Promise<Record<string, Record<string, number>>>;
+  /** The workers whose update the open (or claimed) round holds. */
+  submitted(): Promise<string[]>;
+  workers(): Promise<Map<string, WorkerRecord>>;
+  /** Records a worker's failure (its latest replaces the one before). */
+  recordFailure(
+    worker: string,
+    failure: { atMs: number; round: number; exitCode: number; message: string },
+  ): Promise<void>;
 }
 
 const jobName = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-a-z0-9.]*[a-z0-9])?\/[-a-z0-9]*$/;
@@ -178,14 +195,37 @@ function commitArgs(change: Commit): Array<string | number> {
   ];
 }
 
-function workerCounters(flat: Record<string, string>): Record<string, Record<string, number>> {
-  const byWorker: Record<string, Record<string, number>> = {};
+function workerRecords(flat: Record<string, string>): Map<string, WorkerRecord> {
+  const fieldsOf = new Map<string, Map<string, string>>();
   for (const [field, value] of Object.entries(flat)) {
     const at = field.lastIndexOf(':');
     const worker = field.slice(0, at);
-    (byWorker[worker] ??= {})[field.slice(at + 1)] = Number(value);
+    let own = fieldsOf.get(worker);
+    if (own === undefined) fieldsOf.set(worker, (own = new Map<string, string>()));
+    own.set(field.slice(at + 1), value);
   }
-  return byWorker;
+  const records = new Map<string, WorkerRecord>();
+  for (const [worker, own] of [...fieldsOf].sort(([a], [b]) => (a < b ? -1 : 1))) {
+    const num = (name: string) => Number(own.get(name) ?? 0);
+    const failedAt = own.get('failedAt');
+    records.set(worker, {
+      accepted: num('accepted'),
+      refused: num('refused'),
+      lastRound: num('lastRound'),
+      lastSeenMs: num('lastSeen'),
+      ...(failedAt === undefined
+        ? {}
+        : {
+            failure: {
+              atMs: Number(failedAt),
+              round: num('failedRound'),
+              exitCode: num('exitCode'),
+              message: own.get('failMessage') ?? '',
+            },
+          }),
+    });
+  }
+  return records;
 }
 
 /**
@@ -257,11 +297,35 @@ function createRoundStore(redis: RedisClient, job: string): RoundStore {
       await redis.unlink(keys.model(version));
     },
     history: () => redis.lrange(keys.history, 0, -1),
+    async submitted() {
+      const names = await redis.hkeys(keys.round);
+      return names
+        .filter((f) => f.startsWith('m:'))
+        .map((f) => f.slice(2))
+        .sort();
+    },
     async workers() {
-      return workerCounters(await redis.hgetall(keys.workers));
+      return workerRecords(await redis.hgetall(keys.workers));
+    },
+    async recordFailure(worker, failure) {
+      await redis.hset(keys.workers, {
+        [`${worker}:failedAt`]: String(failure.atMs),
+        [`${worker}:failedRound`]: String(failure.round),
+        [`${worker}:exitCode`]: String(failure.exitCode),
+        [`${worker}:failMessage`]: failure.message,
+      });
     },
   };
 }
 
 export { createRoundStore, refusals };
-export type { RoundStore, RoundState, OfferOutcome, ClaimOutcome, Commit, StoredUpdate, Refusal };
+export type {
+  RoundStore,
+  RoundState,
+  OfferOutcome,
+  ClaimOutcome,
+  Commit,
+  StoredUpdate,
+  Refusal,
+  WorkerRecord,
+};

@@ -133,7 +133,11 @@ function writeFloats(view: DataView, offset: number, values: Float32Array): void
 function readFloats(bytes: Uint8Array, offset: number, count: number): Float32Array {
   const at = bytes.byteOffset + offset;
   if (littleEndian && at % 4 === 0) return new Float32Array(bytes.buffer, at, count);
-  if (littleEndian) return new Float32Array(bytes.slice(offset, offset + 4 * count).buffer);
+  // Uint8Array's slice copies; a Node Buffer's (one from Redis, say) is a view into its pool.
+  if (littleEndian)
+    return new Float32Array(
+      Uint8Array.prototype.slice.call(bytes, offset, offset + 4 * count).buffer,
+    );
   const view = new DataView(bytes.buffer, at, 4 * count);
   return Float32Array.from({ length: count }, (_, i) => view.getFloat32(4 * i, true));
 }

@@ -60,7 +60,8 @@ describe('the federated round store', () => {
     const updates = await store.updates();
     expect(updates.map((u) => u.worker)).toEqual(['edge0']);
     expect(updates[0]?.weights.equals(weights(1))).toBe(true);
-    expect((await store.workers())['edge0']).toMatchObject({ accepted: 1, lastRound: 1 });
+    expect((await store.workers()).get('edge0')).toMatchObject({ accepted: 1, lastRound: 1 });
+    expect(await store.submitted()).toEqual(['edge0']);
   });
 
   it('refuses an update for another round, on a stale base, or from a worker not selected', async () => {
@@ -72,7 +73,7 @@ describe('the federated round store', () => {
     });
     expect(await send('intruder')).toMatchObject({ kind: 'refused', reason: 'not-selected' });
     expect((await store.state())?.n).toBe(0);
-    expect((await store.workers())['edge0']?.['refused']).toBe(2);
+    expect((await store.workers()).get('edge0')?.refused).toBe(2);
   });
 
   it('is waiting below the quorum before the deadline, and closes on the quorum', async () => {
@@ -189,6 +190,19 @@ describe('the federated round store', () => {
     expect(await store.claim(1, 'b', t0 + 4000, 5000)).toEqual({
       kind: 'finished',
       status: 'done',
+    });
+  });
+
+  it('records a worker failure beside its counters, the latest replacing the one before', async () => {
+    await send('edge0');
+    await store.recordFailure('edge0', { atMs: 5, round: 1, exitCode: 2, message: 'no data' });
+    await store.recordFailure('edge0', { atMs: 9, round: 1, exitCode: 143, message: 'again' });
+    expect((await store.workers()).get('edge0')).toEqual({
+      accepted: 1,
+      refused: 0,
+      lastRound: 1,
+      lastSeenMs: t0 + 1000,
+      failure: { atMs: 9, round: 1, exitCode: 143, message: 'again' },
     });
   });
 

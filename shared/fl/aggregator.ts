@@ -1,0 +1,444 @@
+/**
+ * A federated job's aggregator: opens rounds, takes each trainer's update once, closes a round on
+ * its quorum or at its deadline, averages the weights by sample count (FedAvg) into the next
+ * global ONNX model, evaluates it, checkpoints it, and opens the next round or ends the job on its
+ * stop condition. All of its state is the round store's (Redis): a restarted aggregator resumes
+ * where the job was, and one killed mid-aggregation leaves its claim to lapse, after which the
+ * same stored updates are averaged again — nothing lost, nothing counted twice.
+ *
+ * Side effects come in: the store, the initial model's bytes, how a trainer is told of a round,
+ * how the end of a round is announced, the clock and the timer.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { UnavailableError, ValidationError } from '../errors/index.js';
+import type { FlJobConfig, RoundStarted, TrainerFailed } from '../messages/federated.js';
+import type { Logger } from '../telemetry/index.js';
+import type { Split } from '../training/data.js';
+import { onnxLayers, readInitializers, replaceInitializers } from '../training/onnx-export.js';
+import { checkUpdate, fedAvg } from './fedavg.js';
+import { evaluate } from './local-train.js';
+import type { ClaimOutcome, OfferOutcome, RoundState, RoundStore } from './round-store.js';
+import { decodeWeights } from './weights.js';
+import type { NamedTensors } from './weights.js';
+
+/** An update's metadata as stored beside its weights. */
+interface UpdateMeta {
+  samples: number;
+  loss?: number;
+  trainMs?: number;
+}
+
+/** One round's line in the job's history (status.history). */
+interface RoundSummary {
+  round: number;
+  version: number;
+  participants: number;
+  stragglers: string[];
+  closedBy: 'all' | 'quorum' | 'deadline';
+  durationMs: number;
+  /** Slowest participant's own training time. */
+  slowestTrainMs?: number;
+  loss?: number;
+  accuracy?: number;
+}
+
+interface AggregatorDeps {
+  config: FlJobConfig;
+  store: RoundStore;
+  /** Round 1's model (the pretrained Model's bytes). */
+  initialModel(): Promise<Uint8Array>;
+  /** The evaluation Dataset, read once, if the job names one. */
+  evaluation?: Split;
+  /** Tells a trainer of a round; settles when it is told (not when it has trained). */
+  notify(trainer: FlJobConfig['trainers'][number], event: RoundStarted): Promise<void>;
+  /** A round ended (the job's status should show it). */
+  announce(summary: RoundSummary): Promise<void>;
+  now: () => number;
+  /** Runs `fn` at `atMs`; the returned function cancels it. */
+  schedule: (atMs: number, fn: () => void) => () => void;
+  log: Logger;
+  /** How long a claim on a round holds (a dead aggregator's lapses after this). */
+  leaseMs: number;
+  maxUpdateBytes: number;
+}
+
+/** What GET /v1/round answers: what a trainer needs to join the open round. */
+interface RoundView {
+  job: string;
+  round: number;
+  base: number;
+  status: RoundState['status'];
+  selected: string[];
+  submitted: string[];
+  deadline: string;
+  model: { url: string; sha256: string };
+  training: FlJobConfig['training'];
+}
+
+interface Aggregator {
+  /** Opens round 1 or resumes the job where its store says it is. */
+  start(): Promise<void>;
+  /** One trainer's update, its sender already authenticated. */
+  offer(update: {
+    worker: string;
+    round: number;
+    base: number;
+    meta: UpdateMeta;
+    weights: Uint8Array;
+  }): Promise<OfferOutcome>;
+  reportFailure(failure: TrainerFailed): Promise<void>;
+  round(): Promise<RoundView>;
+  model(version: number): Promise<Buffer | undefined>;
+  /** Closes a round that is due and takes over a lapsed claim (the PingSource tick, a timer). */
+  tick(): Promise<void>;
+  close(): void;
+}
+
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+
+/** The trainers a round asks: every trainer still in the job, by name. */
+function selection(config: FlJobConfig): { selected: string[]; quorum: number } {
+  const selected = config.trainers.map((t) => t.name).sort();
+  return { selected, quorum: Math.min(config.round.minParticipants, selected.length) };
+}
+
+/** Whether the job stops after `summary`, and why. */
+function stopReason(
+  config: FlJobConfig,
+  summary: RoundSummary,
+  earlier: readonly RoundSummary[],
+): string | undefined {
+  const { maxRounds, targetAccuracy, minLossImprovement, patience } = config.stop;
+  if (summary.round >= maxRounds) return `maxRounds ${maxRounds} reached`;
+  if (targetAccuracy !== undefined && (summary.accuracy ?? -1) >= targetAccuracy)
+    return `accuracy ${summary.accuracy?.toFixed(4)} reached targetAccuracy ${targetAccuracy}`;
+  if (minLossImprovement === undefined || summary.loss === undefined) return undefined;
+  const losses = [summary, ...earlier].slice(0, patience + 1).map((s) => s.loss);
+  if (losses.length < patience + 1 || losses.some((l) => l === undefined)) return undefined;
+  const stalled = losses
+    .slice(0, patience)
+    .every((l, i) => losses[i + 1]! - l! < minLossImprovement);
+  return stalled
+    ? `loss improved by less than ${minLossImprovement} for ${patience} round(s)`
+    : undefined;
+}
+
+/** The samples-weighted mean of the participants' reported losses (no evaluation Dataset). */
+function reportedLoss(metas: readonly UpdateMeta[]): number | undefined {
+  const known = metas.filter((m) => m.loss !== undefined);
+  const samples = known.reduce((sum, m) => sum + m.samples, 0);
+  if (known.length === 0 || samples === 0) return undefined;
+  return known.reduce((sum, m) => sum + m.samples * (m.loss ?? 0), 0) / samples;
+}
+
+/** One aggregator's process state: its deps, the cached base model, its timer, its close. */
+interface Run {
+  deps: AggregatorDeps;
+  base?: { version: number; bytes: Uint8Array; tensors: NamedTensors };
+  cancelTimer?: () => void;
+  closing?: Promise<void>;
+  again?: boolean;
+}
+
+const modelUrl = (run: Run, version: number) => `${run.deps.config.publicUrl}/v1/models/${version}`;
+
+async function baseModel(run: Run, version: number) {
+  if (run.base?.version === version) return run.base;
+  const bytes = await run.deps.store.model(version);
+  if (bytes === undefined) throw new Error(`model version ${version} is not stored`);
+  run.base = { version, bytes, tensors: readInitializers(bytes) };
+  return run.base;
+}
+
+function arm(run: Run, atMs: number): void {
+  run.cancelTimer?.();
+  run.cancelTimer = run.deps.schedule(atMs, () => kick(run));
+}
+
+/** Tells every selected trainer that has not sent its update yet; failures are logged. */
+async function announceRound(run: Run, state: RoundState): Promise<void> {
+  const { config, store, log } = run.deps;
+  const submitted = new Set(await store.submitted());
+  const event: RoundStarted = {
+    job: config.job,
+    round: state.round,
+    base: state.base,
+    model: { url: modelUrl(run, state.base), sha256: state.sha },
+    training: config.training,
+    deadline: new Date(state.deadlineMs).toISOString(),
+  };
+  for (const trainer of config.trainers) {
+    if (!state.selected.includes(trainer.name) || submitted.has(trainer.name)) continue;
+    run.deps.notify(trainer, event).catch((err: unknown) => {
+      log.warn({ err, trainer: trainer.name, round: state.round }, 'trainer not told of the round');
+    });
+  }
+}
+
+async function start(run: Run): Promise<void> {
+  const { config, store, log } = run.deps;
+  if ((await store.state()) === undefined) {
+    const bytes = await run.deps.initialModel();
+    if (onnxLayers(bytes) === undefined)
+      throw new ValidationError('the initial model was not written by the project (no layers)');
+    await store.saveModel(0, bytes);
+    const { created } = await store.open({ ...nextRound(run), sha: sha256(bytes) });
+    if (created) log.info({ job: config.job }, 'round 1 opened');
+  }
+  await resume(run);
+}
+
+/** Picks up whatever the store says: an open round is told again and timed; a due one closed. */
+async function resume(run: Run): Promise<void> {
+  await tellOpenRound(run);
+  await tick(run);
+}
+
+/** The open round, if any, timed and told to the trainers that still owe their update. */
+async function tellOpenRound(run: Run): Promise<void> {
+  const state = await run.deps.store.state();
+  if (state?.status !== 'open') return;
+  arm(run, state.deadlineMs);
+  await announceRound(run, state);
+}
+
+async function offer(run: Run, update: Parameters<Aggregator['offer']>[0]): Promise<OfferOutcome> {
+  const { store, maxUpdateBytes } = run.deps;
+  const state = await store.state();
+  // Checked against the round's base model now, so a malformed update is a 400 to its sender
+  // rather than a failure of the whole round later.
+  if (state !== undefined && update.base === state.base && state.status === 'open') {
+    const { tensors } = await baseModel(run, state.base);
+    const limits = { maxBytes: maxUpdateBytes, maxTensors: tensors.size };
+    checkUpdate(tensors, {
+      worker: update.worker,
+      samples: update.meta.samples,
+      weights: decodeWeights(update.weights, limits),
+    });
+  }
+  const outcome = await store.offer({
+    round: update.round,
+    worker: update.worker,
+    base: update.base,
+    meta: JSON.stringify(update.meta),
+    weights: Buffer.from(update.weights.buffer, update.weights.byteOffset, update.weights.length),
+    nowMs: run.deps.now(),
+  });
+  if (outcome.kind === 'accepted' && outcome.n >= Math.min(outcome.quorum, outcome.selected))
+    kick(run);
+  return outcome;
+}
+
+/**
+ * Closes the open round if it is due; one close at a time in this process. A tick asked for
+ * while one runs (the quorum's update arriving after that close found the round waiting) runs
+ * once more after it.
+ */
+function tick(run: Run): Promise<void> {
+  if (run.closing !== undefined) {
+    run.again = true;
+    return run.closing;
+  }
+  run.closing = closeDue(run).finally(() => {
+    run.closing = undefined;
+    if (run.again) {
+      run.again = false;
+      kick(run);
+    }
+  });
+  return run.closing;
+}
+
+/**
+ * A tick nobody awaits (a timer, an update that made the quorum): a failure (Redis away, say) is
+ * logged and tried again shortly; the PingSource and a restart also close a due round.
+ */
+function kick(run: Run): void {
+  tick(run).catch((err: unknown) => {
+    run.deps.log.error({ err }, 'closing the round failed; trying again in 5 s');
+    arm(run, run.deps.now() + 5000);
+  });
+}
+
+async function closeDue(run: Run): Promise<void> {
+  const { store, leaseMs } = run.deps;
+  const state = await store.state();
+  if (state === undefined || state.status === 'done' || state.status === 'failed') return;
+  const token = randomUUID();
+  const claim = await store.claim(state.round, token, run.deps.now(), leaseMs);
+  if (claim.kind === 'claimed') await aggregate(run, state, token, claim);
+  else if (claim.kind === 'waiting') arm(run, claim.deadlineMs);
+  else if (claim.kind === 'busy') arm(run, claim.untilMs);
+}
+
+type Claimed = Extract<ClaimOutcome, { kind: 'claimed' }>;
+
+/** The claimed round's outcome: averaged and committed, opened again, or the job failed. */
+async function aggregate(run: Run, state: RoundState, token: string, claim: Claimed) {
+  const { config, store, log } = run.deps;
+  const stored = await store.updates();
+  if (
+    claim.closedBy === 'deadline' &&
+    stored.length < state.quorum &&
+    !config.round.acceptFailures
+  ) {
+    const message = `round ${state.round} had ${stored.length} of the ${state.quorum} updates its quorum needs by its deadline (acceptFailures: false)`;
+    await store.commit({
+      round: state.round,
+      token,
+      outcome: 'failed',
+      nowMs: run.deps.now(),
+      message,
+    });
+    log.warn({ round: state.round }, message);
+    return;
+  }
+  if (stored.length === 0) return retry(run, state, token);
+  const { bytes, tensors } = await baseModel(run, state.base);
+  const metas = stored.map((u) => JSON.parse(u.meta) as UpdateMeta);
+  const limits = { maxBytes: run.deps.maxUpdateBytes, maxTensors: tensors.size };
+  const mean = fedAvg(
+    tensors,
+    stored.map((u, i) => ({
+      worker: u.worker,
+      samples: metas[i]!.samples,
+      weights: decodeWeights(u.weights, limits),
+    })),
+  );
+  const next = replaceInitializers(bytes, mean);
+  const version = state.version + 1;
+  await store.saveModel(version, next);
+  const workers = stored.map((u) => u.worker);
+  await commitRound(run, { state, token, claim, workers, metas, model: next, version });
+}
+
+/** Commits the averaged round: the next one opens, or the job ends on its stop condition. */
+async function commitRound(
+  run: Run,
+  round: {
+    state: RoundState;
+    token: string;
+    claim: Claimed;
+    workers: readonly string[];
+    metas: readonly UpdateMeta[];
+    model: Uint8Array;
+    version: number;
+  },
+): Promise<void> {
+  const { config, store, log } = run.deps;
+  const { state, version } = round;
+  const summary = summarize(run, round);
+  const earlier = (await store.history()).map((h) => JSON.parse(h) as RoundSummary);
+  const stop = stopReason(config, summary, earlier);
+  const change = {
+    round: state.round,
+    token: round.token,
+    summary: JSON.stringify(summary),
+    version,
+    sha: sha256(round.model),
+  };
+  const committed =
+    stop === undefined
+      ? await store.commit({ ...change, outcome: 'next', ...nextRound(run) })
+      : await store.commit({ ...change, outcome: 'done', nowMs: run.deps.now(), message: stop });
+  if (!committed) return;
+  log.info({ ...summary, stop }, 'round committed');
+  await dropStale(run, state.base - 1, [summary, ...earlier]);
+  run.deps.announce(summary).catch((err: unknown) => log.warn({ err }, 'round end not announced'));
+  // Inside tick's close: the new round is told, not closed (it holds no update yet).
+  if (stop === undefined) await tellOpenRound(run);
+}
+
+/** Drops a model version no round trains from any more, unless it is the most accurate yet. */
+async function dropStale(run: Run, version: number, history: readonly RoundSummary[]) {
+  if (version < 0) return;
+  const best = [...history].sort((a, b) => (b.accuracy ?? -1) - (a.accuracy ?? -1))[0];
+  if (best?.accuracy !== undefined && best.version === version) return;
+  await run.deps.store.dropModel(version);
+}
+
+function summarize(
+  run: Run,
+  round: {
+    state: RoundState;
+    claim: Claimed;
+    workers: readonly string[];
+    metas: readonly UpdateMeta[];
+    model: Uint8Array;
+    version: number;
+  },
+): RoundSummary {
+  const { state, workers, metas, model } = round;
+  const trainMs = metas.map((m) => m.trainMs).filter((t): t is number => t !== undefined);
+  const evaluation = run.deps.evaluation;
+  const evaluated =
+    evaluation === undefined ? undefined : evaluate(model, onnxLayers(model) ?? [], evaluation);
+  const loss = evaluated?.loss ?? reportedLoss(metas);
+  return {
+    round: state.round,
+    version: round.version,
+    participants: workers.length,
+    stragglers: state.selected.filter((w) => !workers.includes(w)),
+    closedBy: round.claim.closedBy,
+    durationMs: run.deps.now() - state.openedMs,
+    ...(trainMs.length === 0 ? {} : { slowestTrainMs: Math.max(...trainMs) }),
+    ...(loss === undefined ? {} : { loss }),
+    ...(evaluated === undefined ? {} : { accuracy: evaluated.accuracy }),
+  };
+}
+
+function nextRound(run: Run) {
+  const now = run.deps.now();
+  const { config } = run.deps;
+  return { ...selection(config), nowMs: now, deadlineMs: now + config.round.timeoutMs };
+}
+
+/** Nobody answered by the deadline: the same round again, its trainers told again. */
+async function retry(run: Run, state: RoundState, token: string): Promise<void> {
+  const round = { round: state.round, token, outcome: 'retry' } as const;
+  if (!(await run.deps.store.commit({ ...round, ...nextRound(run) }))) return;
+  run.deps.log.warn({ round: state.round }, 'no update by the deadline: the round opens again');
+  await tellOpenRound(run);
+}
+
+async function roundView(run: Run): Promise<RoundView> {
+  const { config, store } = run.deps;
+  const state = await store.state();
+  if (state === undefined) throw new UnavailableError('the job has not started yet');
+  return {
+    job: config.job,
+    round: state.round,
+    base: state.base,
+    status: state.status,
+    selected: state.selected,
+    submitted: await store.submitted(),
+    deadline: new Date(state.deadlineMs).toISOString(),
+    model: { url: modelUrl(run, state.base), sha256: state.sha },
+    training: config.training,
+  };
+}
+
+function createAggregator(deps: AggregatorDeps): Aggregator {
+  const run: Run = { deps };
+  return {
+    start: () => start(run),
+    offer: (update) => offer(run, update),
+    async reportFailure(failure) {
+      await deps.store.recordFailure(failure.worker, {
+        atMs: deps.now(),
+        round: failure.round ?? 0,
+        exitCode: failure.exitCode,
+        message: failure.message,
+      });
+    },
+    round: () => roundView(run),
+    model: (version) => deps.store.model(version),
+    tick: () => tick(run),
+    close() {
+      run.cancelTimer?.();
+    },
+  };
+}
+
+export { createAggregator, stopReason };
+export type { Aggregator, AggregatorDeps, RoundSummary, RoundView, UpdateMeta };

@@ -1,0 +1,319 @@
+/**
+ * The aggregator against the run's real Redis, with a real (tiny) ONNX model, a fake clock and
+ * timer, and trainers that are functions: FedAvg of the round's updates becomes the next model
+ * version, rounds close on all / quorum / deadline, nobody answering reopens the round, a
+ * missed quorum fails the job when failures are not accepted, the stop condition ends it, and a
+ * claim left by a dead aggregator is taken over once its lease lapses — the same updates, once.
+ */
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ValidationError } from '../../../shared/errors/index.js';
+import { createAggregator } from '../../../shared/fl/aggregator.js';
+import type { Aggregator, AggregatorDeps, RoundSummary } from '../../../shared/fl/aggregator.js';
+import { createRoundStore } from '../../../shared/fl/round-store.js';
+import type { RoundStore } from '../../../shared/fl/round-store.js';
+import { encodeWeights } from '../../../shared/fl/weights.js';
+import type { Tensor } from '../../../shared/fl/weights.js';
+import type { FlJobConfig, RoundStarted } from '../../../shared/messages/federated.js';
+import { seededRandom } from '../../../shared/random/index.js';
+import { Network } from '../../../shared/training/network.js';
+import { exportOnnx, readInitializers } from '../../../shared/training/onnx-export.js';
+import { capturedTelemetry } from '../../support/http.js';
+import { testRedis } from '../../support/redis.js';
+import type { TestRedis } from '../../support/redis.js';
+
+const layers = [{ type: 'flatten' }, { type: 'dense', units: 3 }] as const;
+const trainers = ['edge0', 'edge1', 'edge2'];
+
+function initialModel(): Uint8Array {
+  const network = new Network([1, 2, 2], layers);
+  network.initialize(seededRandom(3));
+  return exportOnnx(network, 'initial', 'test');
+}
+
+function config(over: Partial<FlJobConfig> = {}): FlJobConfig {
+  return {
+    job: 'default/digits',
+    uid: 'u1',
+    initialModel: { url: 'file:///models/initial.onnx' },
+    trainers: trainers.map((name) => ({
+      name,
+      node: name,
+      url: `http://digits-${name}.default.svc.cluster.local`,
+    })),
+    round: { minParticipants: 3, timeoutMs: 60_000, acceptFailures: true },
+    stop: { maxRounds: 5, patience: 1 },
+    training: { epochs: 1, batchSize: 10, learningRate: 0.05, seed: 1, proximalMu: 0 },
+    publicUrl: 'http://digits-aggregator.default.svc.cluster.local',
+    ...over,
+  };
+}
+
+/** A worker's weights: every value `fill`, in the model's names and dims. */
+function weightsOf(model: Uint8Array, fill: number): Map<string, Tensor> {
+  const out = new Map<string, Tensor>();
+  for (const [name, t] of readInitializers(model)) {
+    out.set(name, { dims: [...t.dims], values: new Float32Array(t.values.length).fill(fill) });
+  }
+  return out;
+}
+
+describe('the federated aggregator', () => {
+  let redis: TestRedis;
+  let store: RoundStore;
+  let clock: number;
+  let timers: Array<{ at: number; fn: () => void; live: boolean }>;
+  let told: Array<{ trainer: string; event: RoundStarted }>;
+  let announced: RoundSummary[];
+  const model0 = initialModel();
+
+  beforeEach(async () => {
+    redis = await testRedis();
+    store = createRoundStore(redis.client, `default/digits/${randomUUID()}`);
+    clock = 1_000_000;
+    timers = [];
+    told = [];
+    announced = [];
+  });
+  afterEach(() => redis.close());
+
+  function aggregator(
+    over: Partial<FlJobConfig> = {},
+    deps: Partial<AggregatorDeps> = {},
+  ): Aggregator {
+    return createAggregator({
+      config: config(over),
+      store,
+      initialModel: () => Promise.resolve(model0),
+      notify: (trainer, event) => {
+        told.push({ trainer: trainer.name, event });
+        return Promise.resolve();
+      },
+      announce: (summary) => {
+        announced.push(summary);
+        return Promise.resolve();
+      },
+      now: () => clock,
+      schedule: (at, fn) => {
+        const timer = { at, fn, live: true };
+        timers.push(timer);
+        return () => {
+          timer.live = false;
+        };
+      },
+      log: capturedTelemetry('fl-aggregator').log,
+      leaseMs: 5000,
+      maxUpdateBytes: 1 << 20,
+      ...deps,
+    });
+  }
+
+  /** Moves the clock to `at` and runs the timers due by then. */
+  async function advance(agg: Aggregator, at: number): Promise<void> {
+    clock = at;
+    for (const timer of timers.filter((t) => t.live && t.at <= at)) {
+      timer.live = false;
+      timer.fn();
+    }
+    await agg.tick();
+  }
+
+  const send = (
+    agg: Aggregator,
+    worker: string,
+    fill: number,
+    samples: number,
+    round = 1,
+    base = round - 1,
+  ) =>
+    agg.offer({
+      worker,
+      round,
+      base,
+      meta: { samples, loss: fill, trainMs: 100 * samples },
+      weights: encodeWeights(weightsOf(model0, fill)),
+    });
+
+  it('opens round 1 and tells every trainer, with the model to train and its sha256', async () => {
+    const agg = aggregator();
+    await agg.start();
+    expect(told.map((t) => t.trainer)).toEqual(trainers);
+    expect(told[0]?.event).toMatchObject({
+      job: 'default/digits',
+      round: 1,
+      base: 0,
+      model: { url: 'http://digits-aggregator.default.svc.cluster.local/v1/models/0' },
+    });
+    expect((await agg.model(0))?.equals(Buffer.from(model0))).toBe(true);
+    expect(await agg.round()).toMatchObject({ status: 'open', selected: trainers, submitted: [] });
+  });
+
+  it('averages the round by samples into version 1 (hand-computed), then opens round 2', async () => {
+    const agg = aggregator();
+    await agg.start();
+    told = [];
+    expect(await send(agg, 'edge0', 1, 10)).toMatchObject({ kind: 'accepted', n: 1 });
+    await send(agg, 'edge1', 2, 30);
+    await send(agg, 'edge2', 4, 60);
+    await agg.tick();
+    const state = await store.state();
+    expect(state).toMatchObject({ status: 'open', round: 2, base: 1, version: 1 });
+    const averaged = readInitializers((await agg.model(1))!);
+    const expected = (1 * 10 + 2 * 30 + 4 * 60) / 100;
+    for (const tensor of averaged.values()) {
+      for (const v of tensor.values) expect(Math.abs(v - expected)).toBeLessThanOrEqual(1e-6);
+    }
+    expect(announced[0]).toMatchObject({
+      round: 1,
+      version: 1,
+      participants: 3,
+      closedBy: 'all',
+      stragglers: [],
+    });
+    expect(announced[0]?.loss).toBeCloseTo(expected, 6);
+    expect(told.map((t) => [t.trainer, t.event.round, t.event.base])).toEqual(
+      trainers.map((t) => [t, 2, 1]),
+    );
+  });
+
+  it('closes on its quorum; a straggler after that is told the round is over', async () => {
+    const agg = aggregator({
+      round: { minParticipants: 2, timeoutMs: 60_000, acceptFailures: true },
+    });
+    await agg.start();
+    await send(agg, 'edge0', 1, 10);
+    await send(agg, 'edge1', 1, 10);
+    await agg.tick();
+    expect(announced[0]).toMatchObject({ closedBy: 'quorum', stragglers: ['edge2'] });
+    expect(await send(agg, 'edge2', 1, 10)).toMatchObject({ kind: 'refused', reason: 'late' });
+  });
+
+  it('closes at the deadline with whoever answered', async () => {
+    const agg = aggregator();
+    await agg.start();
+    await send(agg, 'edge1', 1, 10);
+    await advance(agg, clock + 59_999);
+    expect((await store.state())?.round).toBe(1);
+    await advance(agg, clock + 1);
+    expect(announced[0]).toMatchObject({
+      closedBy: 'deadline',
+      participants: 1,
+      stragglers: ['edge0', 'edge2'],
+    });
+  });
+
+  it('opens the round again, telling its trainers again, when nobody answered', async () => {
+    const agg = aggregator();
+    await agg.start();
+    told = [];
+    await advance(agg, clock + 60_000);
+    expect(await store.state()).toMatchObject({
+      status: 'open',
+      round: 1,
+      deadlineMs: clock + 60_000,
+    });
+    expect(told.map((t) => t.trainer)).toEqual(trainers);
+  });
+
+  it('fails the job on a missed quorum when failures are not accepted', async () => {
+    const agg = aggregator({
+      round: { minParticipants: 2, timeoutMs: 1000, acceptFailures: false },
+    });
+    await agg.start();
+    await send(agg, 'edge0', 1, 10);
+    await advance(agg, clock + 1000);
+    const state = await store.state();
+    expect(state?.status).toBe('failed');
+    expect(state?.message).toMatch(/had 1 of the 2 updates its quorum needs/);
+  });
+
+  it('ends the job at maxRounds, keeping the last model', async () => {
+    const agg = aggregator({ stop: { maxRounds: 2, patience: 1 } });
+    await agg.start();
+    for (const round of [1, 2]) {
+      for (const worker of trainers) await send(agg, worker, round, 10, round);
+      await agg.tick();
+    }
+    const state = await store.state();
+    expect(state).toMatchObject({ status: 'done', version: 2, message: 'maxRounds 2 reached' });
+    expect(await agg.model(2)).toBeDefined();
+    expect(await agg.model(0)).toBeUndefined();
+    expect(announced.map((s) => s.round)).toEqual([1, 2]);
+  });
+
+  it('resumes a job a restarted aggregator finds in its store, telling only the trainers still due', async () => {
+    const first = aggregator();
+    await first.start();
+    await send(first, 'edge0', 1, 10);
+    first.close();
+    told = [];
+    const restarted = aggregator();
+    await restarted.start();
+    expect(await store.state()).toMatchObject({ round: 1, n: 1 });
+    expect(told.map((t) => t.trainer)).toEqual(['edge1', 'edge2']);
+  });
+
+  it('takes over the claim of an aggregator that died mid-aggregation, after its lease, once', async () => {
+    const agg = aggregator();
+    await agg.start();
+    for (const worker of trainers)
+      await store.offer({
+        round: 1,
+        worker,
+        base: 0,
+        meta: JSON.stringify({ samples: 10 }),
+        weights: Buffer.from(encodeWeights(weightsOf(model0, 2))),
+        nowMs: clock,
+      });
+    // The dead aggregator's claim: it never commits.
+    expect(await store.claim(1, 'dead', clock, 5000)).toMatchObject({ kind: 'claimed' });
+    await agg.tick();
+    expect((await store.state())?.status).toBe('aggregating');
+    await advance(agg, clock + 5000);
+    expect(await store.state()).toMatchObject({ status: 'open', round: 2, version: 1 });
+    expect(announced.map((s) => [s.round, s.participants])).toEqual([[1, 3]]);
+    expect(
+      await store.commit({
+        round: 1,
+        token: 'dead',
+        outcome: 'failed',
+        nowMs: clock,
+        message: 'x',
+      }),
+    ).toBe(false);
+  });
+
+  it('refuses an update whose tensors do not fit the model, naming them', async () => {
+    const agg = aggregator();
+    await agg.start();
+    const wrong = new Map([['dense1.weight', { dims: [2, 2], values: new Float32Array(4) }]]);
+    await expect(
+      agg.offer({
+        worker: 'edge0',
+        round: 1,
+        base: 0,
+        meta: { samples: 1 },
+        weights: encodeWeights(wrong),
+      }),
+    ).rejects.toThrow(ValidationError);
+    expect((await store.state())?.n).toBe(0);
+  });
+
+  it('records a trainer failure for the controller to judge', async () => {
+    const agg = aggregator();
+    await agg.start();
+    await agg.reportFailure({
+      job: 'default/digits',
+      worker: 'edge1',
+      round: 1,
+      exitCode: 2,
+      message: 'no dataset',
+    });
+    expect((await store.workers()).get('edge1')?.failure).toEqual({
+      atMs: clock,
+      round: 1,
+      exitCode: 2,
+      message: 'no dataset',
+    });
+  });
+});
