@@ -15,3 +15,30 @@ export { writeDatasetCsv, parseDatasetCsv } from './dataset-file.js';
 export { createRoundStore, refusals } from './round-store.js';
 export type { RoundStore, RoundState, OfferOutcome, ClaimOutcome, Commit } from './round-store.js';
 export type { ParseLimits } from './dataset-file.js';
+export { loadTrainerConfig } from './trainer-config.js';
+export type { TrainerConfig } from './trainer-config.js';
+export {
+  createTrainerClient,
+  sameOrigin,
+  AggregatorUnavailableError,
+  AggregatorRejectedError,
+  ModelDigestError,
+} from './client.js';
+export type {
+  TrainerClient,
+  TrainerClientOptions,
+  UpdateToSend,
+  UpdateOutcome,
+  RoundStatus,
+} from './client.js';
+export { readDataset } from './dataset-source.js';
+export type { DatasetSource, DatasetReader } from './dataset-source.js';
+export { createTrainer, exitCodes, RoundFailure } from './trainer.js';
+export type { Trainer, TrainerDeps, RoundResult, RoundAnswer } from './trainer.js';
+export { flTrainerDefinition } from './trainer-definition.js';
+export { createAggregator, stopReason } from './aggregator.js';
+export type { Aggregator, AggregatorDeps, RoundSummary, RoundView } from './aggregator.js';
+export { loadAggregatorConfig } from './aggregator-config.js';
+export type { AggregatorConfig } from './aggregator-config.js';
+export { createAggregatorRuntime } from './aggregator-runtime.js';
+export { flAggregatorDefinition } from './aggregator-definition.js';

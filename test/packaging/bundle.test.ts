@@ -1,7 +1,8 @@
 /**
  * The layering where it matters: what each function's container loads from the image's bundle
- * (esbuild's metafile, built as `npm run bundle` builds it). No function loads the trainer,
- * onnx-proto, the local stack, bench or test code, or a domain only other functions need
+ * (esbuild's metafile, built as `npm run bundle` builds it). No function loads the research
+ * code, the digits, the local stack, bench or test code; only the federated functions load the
+ * network, its ONNX writer and onnx-proto; and no function loads a domain only others need
  * (bench/support/bundle-rules.ts); `npm run bench -- bundle` prints the sizes.
  */
 import { fileURLToPath } from 'node:url';
@@ -24,6 +25,8 @@ describe('the image bundle, per function', () => {
       'cloud-infer',
       'downstream-sync',
       'edge-infer',
+      'fl-aggregator',
+      'fl-trainer',
       'joiner',
       'reconcile-tick',
       'router',
@@ -47,5 +50,9 @@ describe('the image bundle, per function', () => {
     expect(has('edge-infer', 'shared/aset/')).toBe(false);
     expect(has('router', 'shared/mlgraph/')).toBe(true);
     expect(has('reconcile-tick', 'shared/controller/')).toBe(true);
+    expect(has('fl-trainer', 'shared/training/network.ts')).toBe(true);
+    expect(has('fl-aggregator', 'node_modules/onnx-proto/')).toBe(true);
+    for (const name of ['edge-infer', 'reconcile-tick', 'router'])
+      expect(has(name, 'node_modules/onnx-proto/'), name).toBe(false);
   });
 });

@@ -1,0 +1,213 @@
+/**
+ * fl-aggregator as a function. Trainers send their updates as binary-mode CloudEvents (the
+ * weights are the data, what they are the extensions: shared/messages/federated.ts) and their
+ * failures as JSON ones, each signed with their node's token; the PingSource tick closes a round
+ * that is due. Plain HTTP: GET /v1/round (what a trainer that missed its round event needs),
+ * GET /v1/models/<version> (the models the job made: round inputs, and the Model it publishes).
+ *
+ * Answers to an update: 202 accepted, 200 already counted (a resend), 409 refused with the
+ * reason (late, closed, stale-base, not-selected, finished, future), 400/401/403/413 as usual.
+ */
+import { createHash } from 'node:crypto';
+import { z } from 'zod';
+import { ForbiddenError, PayloadTooLargeError, ValidationError } from '../errors/index.js';
+import { eventTypes } from '../events/index.js';
+import { defineFunction, onEvent, onRequest } from '../http/index.js';
+import type { Answer, FunctionDefinition, ReadinessCheck } from '../http/index.js';
+import type { FlJobConfig } from '../messages/federated.js';
+import { flUpdateAttributes, trainerFailed } from '../messages/federated.js';
+import { parseInput } from '../schema/index.js';
+// node-auth alone: the status index would bring the controller into this function's bundle.
+import { authenticateBearer } from '../status/node-auth.js';
+import type { NodeTokens } from '../status/node-auth.js';
+import type { Aggregator } from './aggregator.js';
+import type { OfferOutcome } from './round-store.js';
+
+interface AggregatorDefinitionDeps {
+  config: FlJobConfig;
+  aggregator: Aggregator;
+  /** Each trainer's node token, by trainer name. */
+  tokens: ReadonlyMap<string, Buffer>;
+  maxUpdateBytes: number;
+  readiness: readonly ReadinessCheck[];
+  fetch?: typeof fetch;
+}
+
+type Headers = Readonly<Record<string, string | string[] | undefined>>;
+
+/**
+ * The trainer named `worker`, once the request proves it comes from that trainer's node: a
+ * valid token for another node is a 403, not a way to send another trainer's updates.
+ */
+async function authenticate(
+  deps: AggregatorDefinitionDeps,
+  headers: Headers,
+  worker: string,
+): Promise<void> {
+  const trainer = deps.config.trainers.find((t) => t.name === worker);
+  if (trainer === undefined)
+    throw new ForbiddenError(`trainer ${worker} is not in job ${deps.config.job}`);
+  const tokens: NodeTokens = {
+    token: (node) => Promise.resolve(node === trainer.node ? deps.tokens.get(worker) : undefined),
+  };
+  const node = await authenticateBearer(tokens, headers).catch((err: unknown) => {
+    throw err instanceof Error && /token not accepted/.test(err.message)
+      ? new ForbiddenError(`trainer ${worker} runs on node ${trainer.node}: ${err.message}`)
+      : err;
+  });
+  if (node !== trainer.node)
+    throw new ForbiddenError(`trainer ${worker} runs on node ${trainer.node}, not ${node}`);
+}
+
+/** The update's weights: the event's data, or fetched from the URL it names (size-capped). */
+async function weightsOf(
+  deps: AggregatorDefinitionDeps,
+  data: Uint8Array | undefined,
+  attrs: z.output<typeof flUpdateAttributes>,
+): Promise<Uint8Array> {
+  if (attrs.flweightsurl === undefined) {
+    if (data === undefined || data.length === 0)
+      throw new ValidationError('data: the update carries no weights (nor an flweightsurl)');
+    return data;
+  }
+  if (attrs.flweightssha256 === undefined)
+    throw new ValidationError('flweightssha256: required with flweightsurl');
+  const response = await (deps.fetch ?? fetch)(attrs.flweightsurl, {
+    signal: AbortSignal.timeout(60_000),
+  });
+  if (!response.ok)
+    throw new ValidationError(`flweightsurl: ${attrs.flweightsurl} answered ${response.status}`);
+  const length = Number(response.headers.get('content-length') ?? 0);
+  if (length > deps.maxUpdateBytes)
+    throw new PayloadTooLargeError(`flweightsurl: ${length} bytes, at most ${deps.maxUpdateBytes}`);
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  if (bytes.length > deps.maxUpdateBytes)
+    throw new PayloadTooLargeError(`flweightsurl: more than ${deps.maxUpdateBytes} bytes`);
+  const digest = createHash('sha256').update(bytes).digest('hex');
+  if (digest !== attrs.flweightssha256)
+    throw new ValidationError(
+      `flweightsurl: sha256 ${digest}, the event says ${attrs.flweightssha256}`,
+    );
+  return bytes;
+}
+
+function answerOffer(outcome: OfferOutcome): Answer {
+  if (outcome.kind === 'accepted') return { kind: 'accepted' };
+  if (outcome.kind === 'duplicate')
+    return { kind: 'json', status: 200, body: { outcome: 'duplicate', updates: outcome.n } };
+  const messages: Record<typeof outcome.reason, string> = {
+    'unknown-job': 'the job has not started',
+    finished: `the job has ended (${outcome.detail})`,
+    late: `round ${outcome.detail} is open now`,
+    future: `round ${outcome.detail} is open, not that one yet`,
+    closed: 'the round is being aggregated: it takes no more updates',
+    'stale-base': `the round trains from model version ${outcome.detail}`,
+    'not-selected': 'this round did not select this trainer',
+  };
+  return {
+    kind: 'json',
+    status: 409,
+    body: { error: { status: 409, reason: outcome.reason, message: messages[outcome.reason] } },
+  };
+}
+
+function updateRoute(deps: AggregatorDefinitionDeps) {
+  return onEvent({
+    type: eventTypes.flUpdate,
+    data: z.instanceof(Uint8Array).optional(),
+    async handle({ data, event }, ctx) {
+      const attrs = parseInput(flUpdateAttributes, event.extensions, 'extensions');
+      if (attrs.fljob !== deps.config.job)
+        throw new ValidationError(
+          `fljob: this aggregator runs ${deps.config.job}, not ${attrs.fljob}`,
+        );
+      await authenticate(deps, ctx.headers, attrs.flworker);
+      const weights = await weightsOf(deps, data, attrs);
+      const outcome = await deps.aggregator.offer({
+        worker: attrs.flworker,
+        round: attrs.flround,
+        base: attrs.flbase,
+        meta: {
+          samples: attrs.flsamples,
+          ...(attrs.flloss === undefined ? {} : { loss: attrs.flloss }),
+          ...(attrs.fltrainms === undefined ? {} : { trainMs: attrs.fltrainms }),
+        },
+        weights,
+      });
+      ctx.log.info(
+        { worker: attrs.flworker, round: attrs.flround, outcome: outcome.kind },
+        'update',
+      );
+      return answerOffer(outcome);
+    },
+  });
+}
+
+function flAggregatorDefinition(deps: AggregatorDefinitionDeps): FunctionDefinition {
+  const { aggregator } = deps;
+  return defineFunction({
+    name: 'fl-aggregator',
+    events: [
+      updateRoute(deps),
+      onEvent({
+        type: eventTypes.flTrainerFailed,
+        data: trainerFailed,
+        async handle({ data }, ctx) {
+          if (data.job !== deps.config.job)
+            throw new ValidationError(`data.job: this aggregator runs ${deps.config.job}`);
+          await authenticate(deps, ctx.headers, data.worker);
+          await aggregator.reportFailure(data);
+          return { kind: 'accepted' };
+        },
+      }),
+      onEvent({
+        type: eventTypes.pingTick,
+        data: z.unknown(),
+        async handle() {
+          await aggregator.tick();
+          return { kind: 'accepted' };
+        },
+      }),
+    ],
+    routes: [
+      onRequest({
+        method: 'GET',
+        path: '/v1/round',
+        handle: async () => ({ kind: 'json', body: await aggregator.round() }),
+      }),
+      onRequest({
+        method: 'GET',
+        path: '/v1/models/:version',
+        params: z.object({ version: z.coerce.number().int().min(0) }),
+        async handle({ params }) {
+          const bytes = await aggregator.model(params.version);
+          if (bytes === undefined)
+            return {
+              kind: 'json',
+              status: 404,
+              body: {
+                error: {
+                  status: 404,
+                  reason: 'NotFound',
+                  message: `model version ${params.version} is not kept`,
+                },
+              },
+            };
+          return { kind: 'bytes', contentType: 'application/octet-stream', body: bytes };
+        },
+      }),
+      onRequest({
+        method: 'POST',
+        path: '/tick',
+        async handle() {
+          await aggregator.tick();
+          return { kind: 'json', body: await aggregator.round() };
+        },
+      }),
+    ],
+    readiness: deps.readiness,
+  });
+}
+
+export { flAggregatorDefinition };
+export type { AggregatorDefinitionDeps };

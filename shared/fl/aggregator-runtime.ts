@@ -1,0 +1,128 @@
+/**
+ * The aggregator as a process runs it: the round store on the function's Redis, the initial
+ * model and the evaluation Dataset read from where the job says, trainers told over HTTP (a
+ * CloudEvent each), the end of a round announced to the Broker, real timers, and a start that
+ * keeps trying (Redis or the model not there yet) while readiness says so.
+ */
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createEventSink, eventTypes } from '../events/index.js';
+import { loadModelBytes } from '../inference/model-source.js';
+import type { RedisClient } from '../redis/index.js';
+import type { Logger } from '../telemetry/index.js';
+import { createAggregator } from './aggregator.js';
+import type { Aggregator, AggregatorDeps } from './aggregator.js';
+import type { AggregatorConfig } from './aggregator-config.js';
+import { readDataset } from './dataset-source.js';
+import { createRoundStore } from './round-store.js';
+
+interface AggregatorRuntime {
+  aggregator: Aggregator;
+  /** Resolves once the job has started (or resumed); rejects until then. */
+  started(): Promise<void>;
+  close(): void;
+}
+
+/** Real timers, each cancellable, all cleared on close. */
+function timerSet() {
+  const timers = new Set<NodeJS.Timeout>();
+  const schedule = (atMs: number, fn: () => void) => {
+    const timer = setTimeout(
+      () => {
+        timers.delete(timer);
+        fn();
+      },
+      Math.max(0, atMs - Date.now()),
+    );
+    timers.add(timer);
+    return () => {
+      clearTimeout(timer);
+      timers.delete(timer);
+    };
+  };
+  return { schedule, clear: () => timers.forEach((t) => clearTimeout(t)) };
+}
+
+/** How trainers are told and the end of a round announced: CloudEvents over HTTP. */
+function messengers(settings: AggregatorConfig): Pick<AggregatorDeps, 'notify' | 'announce'> {
+  const { job } = settings;
+  const source = `/fl/${job.job}/aggregator`;
+  const broker =
+    settings.eventsUrl === undefined
+      ? undefined
+      : createEventSink({ url: settings.eventsUrl, source, attempts: 3 });
+  return {
+    notify: (trainer, event) =>
+      // The trainer answers when it has trained: the request lasts up to the round's deadline.
+      createEventSink({ url: trainer.url, source, attempts: 3, timeoutMs: job.round.timeoutMs })({
+        id: `${job.job}.r${event.round}.${trainer.name}`,
+        type: eventTypes.flRoundStarted,
+        data: event,
+      }),
+    announce: async (summary) =>
+      broker?.({
+        id: `${job.job}/${job.uid}.r${summary.round}`,
+        type: eventTypes.flRoundCompleted,
+        subject: job.job,
+        data: summary,
+      }),
+  };
+}
+
+async function createAggregatorRuntime(options: {
+  settings: AggregatorConfig;
+  redis: RedisClient;
+  log: Logger;
+}): Promise<AggregatorRuntime> {
+  const { settings, redis, log } = options;
+  const { job } = settings;
+  const timers = timerSet();
+  const evaluation =
+    job.evaluation === undefined
+      ? undefined
+      : await readDataset({ ...job.evaluation, maxBytes: settings.maxDatasetBytes });
+  const aggregator = createAggregator({
+    config: job,
+    store: createRoundStore(redis, `${job.job}/${job.uid}`),
+    initialModel: () =>
+      loadModelBytes({
+        url: job.initialModel.url,
+        sha256: job.initialModel.sha256,
+        root: settings.modelRoot,
+        cacheDir: join(tmpdir(), 'edgeai-models'),
+        maxBytes: settings.maxModelBytes,
+        timeoutMs: 60_000,
+      }),
+    ...(evaluation === undefined ? {} : { evaluation }),
+    ...messengers(settings),
+    now: Date.now,
+    schedule: timers.schedule,
+    log,
+    leaseMs: settings.leaseMs,
+    maxUpdateBytes: settings.maxUpdateBytes,
+  });
+  let started = false;
+  const start = (): void => {
+    aggregator.start().then(
+      () => {
+        started = true;
+      },
+      (err: unknown) => {
+        log.error({ err }, 'the job could not start; trying again in 5 s');
+        timers.schedule(Date.now() + 5000, start);
+      },
+    );
+  };
+  start();
+  return {
+    aggregator,
+    started: () => (started ? Promise.resolve() : Promise.reject(new Error('not started yet'))),
+    close() {
+      aggregator.close();
+      timers.clear();
+    },
+  };
+}
+
+export { createAggregatorRuntime };
+export type { AggregatorRuntime };
