@@ -13,7 +13,14 @@ import type { Condition } from './types.js';
  * and DataDrift once the edge reports a drift test).
  */
 type ConditionType =
-  'Ready' | 'Created' | 'Running' | 'Restarting' | 'Failed' | 'Degraded' | 'DataDrift';
+  | 'Ready'
+  | 'Created'
+  | 'Running'
+  | 'Restarting'
+  | 'Succeeded'
+  | 'Failed'
+  | 'Degraded'
+  | 'DataDrift';
 
 interface ConditionState {
   type: ConditionType;
@@ -50,23 +57,27 @@ function findCondition(
   return conditions?.find((c) => c.type === type);
 }
 
+/** The status that is trouble for a type (a Warning event), where one is. */
+const troubleAt: Partial<Record<ConditionType, ConditionState['status']>> = {
+  Ready: 'False',
+  Created: 'False',
+  Degraded: 'True',
+  DataDrift: 'True',
+};
+
 /** The event for one condition's change from `before`, if the change is news. */
 function transitionEvent(
   before: { status: string } | undefined,
   state: ConditionState,
 ): EventAction | undefined {
-  const bad =
-    (state.type === 'Ready' && state.status === 'False') ||
-    (state.type === 'Created' && state.status === 'False') ||
-    (state.type === 'Degraded' && state.status === 'True');
-  if (bad) return event('Warning', state.reason, state.message);
-  if (state.type === 'Ready' && state.status === 'True')
-    return event('Normal', 'Ready', state.message);
-  if (state.type === 'DataDrift' && state.status === 'True')
-    return event('Warning', 'DataDrift', state.message);
+  const { type, status, message } = state;
+  if (troubleAt[type] === status)
+    return event('Warning', type === 'DataDrift' ? 'DataDrift' : state.reason, message);
+  if (type === 'Ready' && status === 'True') return event('Normal', 'Ready', message);
+  if (type === 'Succeeded' && status === 'True') return event('Normal', state.reason, message);
   // Only a drift that ends is news: a first report of no drift says nothing happened.
-  if (state.type === 'DataDrift' && state.status === 'False' && before?.status === 'True')
-    return event('Normal', 'NoDrift', state.message);
+  if (type === 'DataDrift' && status === 'False' && before?.status === 'True')
+    return event('Normal', 'NoDrift', message);
   return undefined;
 }
 

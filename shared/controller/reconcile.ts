@@ -13,8 +13,8 @@ import type { Action as EngineAction, DecideOptions, EventAction } from './actio
 import { findCondition, mergeConditions, transitionEvents } from './conditions.js';
 import type { ConditionState } from './conditions.js';
 import type { Desired } from './desired.js';
-import { describeReport, judgeWorker } from './restart.js';
-import { path, serviceReadiness, workerDrift } from './drift.js';
+import { describeReport, judgeWorker, restartRolledOut } from './restart.js';
+import { serviceReadiness, workerDrift } from './drift.js';
 import type { Readiness } from './drift.js';
 import { serviceAnnotations as annotations } from './knative-service.js';
 import { roles, workerName } from './types.js';
@@ -43,26 +43,6 @@ interface WorkerView {
   state: string;
   /** The worker's name is held by someone else's Knative Service. */
   taken: boolean;
-}
-
-/**
- * Knative has rolled out and readied the revision that carries the worker's last restart. Cloud
- * workers never report, and edge workers may not, so a new report cannot be what ends a restart.
- */
-function restartRolledOut(status: WorkerStatus, stored: KubeObject | undefined): boolean {
-  const rolled = path(
-    stored,
-    'spec',
-    'template',
-    'metadata',
-    'annotations',
-    annotations.restartedAt,
-  );
-  return (
-    status.restartedAt !== undefined &&
-    rolled === status.restartedAt &&
-    serviceReadiness(stored).status === 'True'
-  );
 }
 
 /** The state a worker's status shows, the first that holds. */

@@ -6,7 +6,22 @@
 import type { restartPolicies } from '../crds/index.js';
 import type { EventAction } from './actions.js';
 import { event } from './actions.js';
-import type { WorkerStatus } from './types.js';
+import type { KubeObject } from '../k8s/index.js';
+import { path, serviceReadiness } from './drift.js';
+import { serviceAnnotations } from './knative-service.js';
+
+/** What a worker's status records of its reports and of the restart policy's decisions. */
+interface WorkerStatus {
+  state?: string | undefined;
+  exitCode?: number | undefined;
+  message?: string | undefined;
+  reportTime?: string | undefined;
+  handledReport?: string | undefined;
+  outcome?: string | undefined;
+  restarts?: number | undefined;
+  restartedAt?: string | undefined;
+  failedGeneration?: number | undefined;
+}
 
 type RestartPolicy = (typeof restartPolicies)[number];
 type RestartDecision = 'restart' | 'permanent' | 'none';
@@ -77,13 +92,13 @@ function decide(policy: Policy, status: WorkerStatus): { decision: RestartDecisi
 }
 
 /** The restart policy's decision on a report not handled yet, recorded with its event. */
-function applyRestartPolicy(
+function applyRestartPolicy<S extends WorkerStatus>(
   worker: string,
-  previous: WorkerStatus,
+  previous: S,
   report: string,
   policy: Policy,
   at: Judging,
-): WorkerStatus {
+): S {
   const { decision, why } = decide(policy, previous);
   const said = `${describeReport(worker, previous)}; ${why}`;
   if (decision === 'restart') {
@@ -111,12 +126,12 @@ function applyRestartPolicy(
  * per report: the report's time is recorded as handled, so later passes see the decision rather
  * than make it again. A spec change retries a worker its policy had stopped, once.
  */
-function judgeWorker(
+function judgeWorker<S extends WorkerStatus>(
   worker: string,
-  previous: WorkerStatus,
+  previous: S,
   policy: Policy | undefined,
   at: Judging,
-): WorkerStatus {
+): S {
   if (policy === undefined) return previous;
   let status = previous;
   const report = previous.reportTime;
@@ -143,5 +158,25 @@ function judgeWorker(
   return status;
 }
 
-export { restartDecision, judgeWorker, describeReport };
-export type { RestartPolicy, RestartDecision, Policy };
+/**
+ * Knative has rolled out and readied the revision that carries the worker's last restart. Cloud
+ * workers never report, and edge workers may not, so a new report cannot be what ends a restart.
+ */
+function restartRolledOut(status: WorkerStatus, stored: KubeObject | undefined): boolean {
+  const rolled = path(
+    stored,
+    'spec',
+    'template',
+    'metadata',
+    'annotations',
+    serviceAnnotations.restartedAt,
+  );
+  return (
+    status.restartedAt !== undefined &&
+    rolled === status.restartedAt &&
+    serviceReadiness(stored).status === 'True'
+  );
+}
+
+export { restartDecision, judgeWorker, describeReport, restartRolledOut };
+export type { RestartPolicy, RestartDecision, Policy, WorkerStatus };

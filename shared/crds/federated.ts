@@ -328,7 +328,16 @@ const federatedWorkerStatus = z.object({
   updatesRefused: count.optional().describe('Updates refused: late, stale or malformed.'),
   failures: count.optional(),
   restarts: count.optional(),
-  lastExitCode: z.number().int().min(0).max(255).optional(),
+  exitCode: z
+    .number()
+    .int()
+    .min(0)
+    .max(255)
+    .optional()
+    .describe('The exit code of its last reported failure.'),
+  failedGeneration: count
+    .optional()
+    .describe('The generation whose spec its restart policy stopped it under.'),
   message: z.string().optional(),
   reportTime: z.string().optional(),
   handledReport: z

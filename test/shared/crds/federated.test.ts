@@ -422,7 +422,7 @@ describe('FederatedLearningJob status', () => {
         updatesRefused: 0,
         failures: 1,
         restarts: 1,
-        lastExitCode: 137,
+        exitCode: 137,
         reportTime: '2026-11-22T10:01:00Z',
         handledReport: '2026-11-22T10:01:00Z',
         outcome: 'Recovered',
