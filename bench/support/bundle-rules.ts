@@ -27,6 +27,10 @@ const only: Readonly<Record<string, readonly string[]>> = {
   'shared/training/network.ts': federated,
   'shared/training/onnx-export.ts': federated,
   'shared/training/': [],
+  // The round store: reconcile-tick reads the jobs' progress from it (read-only).
+  'shared/fl/progress.ts': ['reconcile-tick'],
+  'shared/fl/round-store.ts': ['reconcile-tick', 'fl-aggregator'],
+  'shared/fl/lua/': ['reconcile-tick', 'fl-aggregator'],
   'shared/fl/': federated,
   'node_modules/onnx-proto/': federated,
   'node_modules/protobufjs/': federated,

@@ -1,11 +1,10 @@
 /** fl-trainer: one Dataset's trainer of a FederatedLearningJob, pinned to the Dataset's node. */
-import {
-  createTrainer,
-  createTrainerClient,
-  flTrainerDefinition,
-  loadTrainerConfig,
-  readDataset,
-} from '../../shared/fl/index.js';
+// The trainer's modules, not shared/fl's index: the round store (Redis) is the aggregator's.
+import { createTrainerClient } from '../../shared/fl/client.js';
+import { readDataset } from '../../shared/fl/dataset-source.js';
+import { createTrainer } from '../../shared/fl/trainer.js';
+import { loadTrainerConfig } from '../../shared/fl/trainer-config.js';
+import { flTrainerDefinition } from '../../shared/fl/trainer-definition.js';
 import type { FunctionFactory } from '../../shared/http/index.js';
 
 const factory: FunctionFactory = async ({ telemetry }) => {

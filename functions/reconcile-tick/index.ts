@@ -2,28 +2,45 @@
 import type { FunctionFactory } from '../../shared/http/index.js';
 import {
   createController,
+  federatedKind,
   jointInferenceKind,
   loadControllerConfig,
   mlGraphKind,
   reconcileTickDefinition,
 } from '../../shared/controller/index.js';
+// The round store alone: the rest of shared/fl (the trainer, onnx-proto) is not this function's.
+import { readProgress } from '../../shared/fl/progress.js';
 import { createKube, loadKubeConfig } from '../../shared/k8s/index.js';
+import { redisReadiness, requireRedis } from '../../shared/redis/index.js';
 
-const factory: FunctionFactory = async ({ telemetry }) => {
-  const config = loadControllerConfig();
+const factory: FunctionFactory = async ({ config, telemetry }) => {
+  const settings = loadControllerConfig();
   const kube = createKube(loadKubeConfig());
+  const located = config.redis.url ?? config.redis.clusterNodes ?? config.redis.sentinels;
+  // FederatedLearningJobs need Redis (their rounds' progress); without it, the other kinds run.
+  const redis =
+    located === undefined ? undefined : requireRedis(config.redis, 'reconcile-tick', telemetry.log);
   const controller = createController({
     kube,
-    kinds: [jointInferenceKind(config.workers), mlGraphKind(config.graphs)],
-    heartbeatMs: config.heartbeatMs,
-    concurrency: config.concurrency,
+    kinds: [
+      jointInferenceKind(settings.workers),
+      mlGraphKind(settings.graphs),
+      ...(redis === undefined
+        ? []
+        : [federatedKind(settings.federated, { read: (job) => readProgress(redis, job) })]),
+    ],
+    heartbeatMs: settings.heartbeatMs,
+    concurrency: settings.concurrency,
     log: telemetry.log,
   });
   const definition = reconcileTickDefinition({
     controller,
-    readiness: [{ name: 'kubernetes', check: () => kube.ping() }],
+    readiness: [
+      { name: 'kubernetes', check: () => kube.ping() },
+      ...(redis === undefined ? [] : [redisReadiness(redis)]),
+    ],
   });
-  return { definition, close: async () => {} };
+  return { definition, close: async () => redis?.disconnect() };
 };
 
 export default factory;

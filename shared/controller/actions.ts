@@ -20,6 +20,8 @@ type Action<Tag extends object = object> =
   | ({ kind: 'create'; object: KubeObject } & Tag)
   | ({ kind: 'update'; name: string; patch: Record<string, unknown> } & Tag)
   | { kind: 'delete'; name: string }
+  /** A Model the resource updates (a finished federated job publishes the model it made). */
+  | { kind: 'patchModel'; name: string; patch: Record<string, unknown> }
   | { kind: 'status'; resourceVersion: string; status: Record<string, unknown> }
   | EventAction;
 

@@ -70,6 +70,8 @@ async function write(
     await kube.patch({ kind: 'knativeService', namespace, name: action.name }, action.patch);
   else if (action.kind === 'delete')
     await kube.delete({ kind: 'knativeService', namespace, name: action.name });
+  else if (action.kind === 'patchModel')
+    await kube.patch({ kind: 'model', namespace, name: action.name }, action.patch);
   else if (action.kind === 'event')
     await kube.create('event', namespace, eventObject(service, action, context));
   else return false;

@@ -17,6 +17,9 @@ const schema = z.object({
     .string()
     .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a Secret name')
     .optional(),
+  // The Broker's ingress: federated aggregators announce each round's end there, so the job's
+  // status shows it at once rather than at the next tick.
+  BROKER_URL: z.url({ protocol: /^https?$/ }).optional(),
   STATUS_HEARTBEAT_SECONDS: z.coerce.number().int().min(1).default(3600),
   RECONCILE_CONCURRENCY: z.coerce.number().int().min(1).max(256).default(16),
 });
@@ -25,6 +28,8 @@ interface ControllerConfig {
   workers: WorkerSettings;
   /** The same for an MLGraph's Services: their own Secret (their own Redis user). */
   graphs: WorkerSettings;
+  /** The same for a FederatedLearningJob's aggregator and trainers. */
+  federated: WorkerSettings;
   heartbeatMs: number;
   concurrency: number;
 }
@@ -41,6 +46,12 @@ function loadControllerConfig(env: Env = process.env): ControllerConfig {
       image: raw.WORKER_IMAGE,
       upstreamStatusUrl: undefined,
       workerSecret: raw.GRAPH_SECRET ?? raw.WORKER_SECRET,
+    },
+    federated: {
+      image: raw.WORKER_IMAGE,
+      upstreamStatusUrl: undefined,
+      workerSecret: raw.WORKER_SECRET,
+      eventsUrl: raw.BROKER_URL,
     },
     heartbeatMs: raw.STATUS_HEARTBEAT_SECONDS * 1000,
     concurrency: raw.RECONCILE_CONCURRENCY,

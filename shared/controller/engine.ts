@@ -44,7 +44,7 @@ interface ResourceKind<Owner extends KubeObject, Inputs, Desired> {
   /** What its desired state reads besides the owner and its Services, for one owner. */
   inputs(kube: Kube, owner: Owner): Promise<Inputs>;
   /** The same for a tick, read once for every owner (default: inputs() per owner). */
-  tickInputs?(kube: Kube): Promise<(owner: Owner) => Inputs>;
+  tickInputs?(kube: Kube): Promise<(owner: Owner) => Inputs | Promise<Inputs>>;
   /** Pure: what the owner asks for, or why it cannot be deployed. */
   desired(owner: Owner, inputs: Inputs): Desired;
   /** The Service names `desired` wants; one missing from the list is looked up by name. */
@@ -56,7 +56,8 @@ interface ResourceKind<Owner extends KubeObject, Inputs, Desired> {
     now: Date,
     options: DecideOptions,
   ): Action[];
-  uses?: { kind: ReferencedKind; by(owner: Owner, name: string): boolean };
+  /** The other kinds whose change concerns the owners that name them. */
+  uses?: ReadonlyArray<{ kind: ReferencedKind; by(owner: Owner, name: string): boolean }>;
 }
 
 /** What one pass reads and writes with. */
@@ -138,11 +139,11 @@ function defineKind<Owner extends KubeObject, Inputs, Desired>(
     async tickPass(kube) {
       if (kind.tickInputs === undefined) return passOne;
       const inputsOf = await kind.tickInputs(kube);
-      return (context, owner, listed) =>
-        pass(kind, context, owner as Owner, listed, inputsOf(owner as Owner));
+      return async (context, owner, listed) =>
+        pass(kind, context, owner as Owner, listed, await inputsOf(owner as Owner));
     },
     uses: (referenced, owner, name) =>
-      kind.uses?.kind === referenced && kind.uses.by(owner as Owner, name),
+      (kind.uses ?? []).some((use) => use.kind === referenced && use.by(owner as Owner, name)),
   };
 }
 

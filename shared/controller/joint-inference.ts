@@ -115,7 +115,7 @@ function jointInferenceKind(settings: WorkerSettings): Registration {
     desired: (service, { models, nodes }) => desiredState(service, models, nodes, settings),
     wanted: (desired) => (desired.valid ? roles.map((r) => desired.workers[r].metadata.name) : []),
     decide: (observed, desired, now, options) => reconcile(byRole(observed), desired, now, options),
-    uses: { kind: 'model', by: usesModel },
+    uses: [{ kind: 'model', by: usesModel }],
   });
 }
 

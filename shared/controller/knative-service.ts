@@ -17,6 +17,8 @@ interface WorkerSettings {
   upstreamStatusUrl: string | undefined;
   /** A Secret whose keys become every worker's environment (e.g. REDIS_URL). */
   workerSecret: string | undefined;
+  /** The Broker's address, for workers that tell the control plane of progress (optional). */
+  eventsUrl?: string | undefined;
 }
 
 /** On every Service the control plane deploys, so one list call per tick finds them all. */
@@ -46,6 +48,8 @@ interface ServiceShape {
   env: readonly EnvVar[];
   nodeSelector?: Record<string, string>;
   templateAnnotations?: Record<string, string>;
+  /** How long a request may take (Knative's default is 300 s). */
+  timeoutSeconds?: number;
   settings: WorkerSettings;
 }
 
@@ -74,6 +78,7 @@ function knativeService(shape: ServiceShape): KubeObject {
         metadata: { labels: podLabels, annotations: shape.templateAnnotations ?? {} },
         spec: {
           ...(Object.keys(nodeSelector).length > 0 ? { nodeSelector } : {}),
+          ...(shape.timeoutSeconds === undefined ? {} : { timeoutSeconds: shape.timeoutSeconds }),
           containers: [
             {
               name: 'worker',

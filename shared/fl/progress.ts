@@ -1,0 +1,28 @@
+/**
+ * A job's rounds as the control plane reads them: the round store's state, history and worker
+ * records, in the shape reconcile-tick's FederatedProgress port takes. Read-only.
+ */
+import type { RedisClient } from '../redis/index.js';
+import type { RoundSummary } from './aggregator.js';
+import { createRoundStore } from './round-store.js';
+
+/** What reconcile-tick shows of a job: its status, latest model, history and workers. */
+async function readProgress(redis: RedisClient, job: string) {
+  const store = createRoundStore(redis, job);
+  const [state, history, workers] = await Promise.all([
+    store.state(),
+    store.history(),
+    store.workers(),
+  ]);
+  if (state === undefined) return undefined;
+  return {
+    status: state.status,
+    ...(state.message === undefined ? {} : { message: state.message }),
+    version: state.version,
+    sha: state.sha,
+    history: history.map((line) => JSON.parse(line) as RoundSummary),
+    workers,
+  };
+}
+
+export { readProgress };
