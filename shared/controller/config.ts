@@ -13,6 +13,12 @@ const schema = z.object({
     .optional(),
   // An MLGraph's Services' environment (REDIS_URL, REDIS_USERNAME=mlgraph, ...); default
   // WORKER_SECRET's.
+  // A FederatedLearningJob's aggregator's environment (REDIS_URL, REDIS_USERNAME=fl-aggregator,
+  // ...); default WORKER_SECRET's. Its trainers get none (they run on edge nodes).
+  FL_SECRET: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a Secret name')
+    .optional(),
   GRAPH_SECRET: z
     .string()
     .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a Secret name')
@@ -50,7 +56,7 @@ function loadControllerConfig(env: Env = process.env): ControllerConfig {
     federated: {
       image: raw.WORKER_IMAGE,
       upstreamStatusUrl: undefined,
-      workerSecret: raw.WORKER_SECRET,
+      workerSecret: raw.FL_SECRET ?? raw.WORKER_SECRET,
       eventsUrl: raw.BROKER_URL,
     },
     heartbeatMs: raw.STATUS_HEARTBEAT_SECONDS * 1000,

@@ -175,6 +175,8 @@ function trainerPlans(
         ...(worker.template.spec?.nodeSelector ?? {}),
         'kubernetes.io/hostname': node,
       },
+      // Edge nodes get no Redis credentials: a trainer talks only to its aggregator.
+      secret: false,
       // One trainer per Dataset: a second replica would train the same data twice.
       templateAnnotations: { [serviceAnnotations.maxScale]: '1' },
       timeoutSeconds: spec.roundPolicy.roundTimeoutSeconds,

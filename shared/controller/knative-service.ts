@@ -50,6 +50,8 @@ interface ServiceShape {
   templateAnnotations?: Record<string, string>;
   /** How long a request may take (Knative's default is 300 s). */
   timeoutSeconds?: number;
+  /** False: no Secret as environment (a worker on an edge node that needs no credentials). */
+  secret?: boolean;
   settings: WorkerSettings;
 }
 
@@ -85,7 +87,7 @@ function knativeService(shape: ServiceShape): KubeObject {
               image: settings.image,
               ports: [{ containerPort: workerPort }],
               env: shape.env,
-              ...(settings.workerSecret === undefined
+              ...(settings.workerSecret === undefined || shape.secret === false
                 ? {}
                 : { envFrom: [{ secretRef: { name: settings.workerSecret, optional: true } }] }),
               readinessProbe: { httpGet: { path: '/health/readiness' } },
