@@ -1,7 +1,7 @@
 /** fl-trainer: one Dataset's trainer of a FederatedLearningJob, pinned to the Dataset's node. */
 // The trainer's modules, not shared/fl's index: the round store (Redis) is the aggregator's.
 import { createTrainerClient } from '../../shared/fl/client.js';
-import { readDataset } from '../../shared/fl/dataset-source.js';
+import { cachedDatasetReader } from '../../shared/fl/dataset-source.js';
 import { createTrainer } from '../../shared/fl/trainer.js';
 import { loadTrainerConfig } from '../../shared/fl/trainer-config.js';
 import { flTrainerDefinition } from '../../shared/fl/trainer-definition.js';
@@ -18,7 +18,12 @@ const factory: FunctionFactory = async ({ telemetry }) => {
     timeoutMs: config.requestTimeoutMs,
     modelTimeoutMs: config.modelTimeoutMs,
   });
-  const trainer = createTrainer({ config, client, readDataset, log: telemetry.log });
+  const trainer = createTrainer({
+    config,
+    client,
+    readDataset: cachedDatasetReader(),
+    log: telemetry.log,
+  });
   // A trainer that starts before its aggregator waits for it, in the background.
   const stop = new AbortController();
   void trainer.startupPoll(stop.signal);

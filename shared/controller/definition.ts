@@ -4,6 +4,7 @@
  * of them owns, or a Model) reconciles the resources it concerns.
  */
 import { z } from 'zod';
+import { ValidationError } from '../errors/index.js';
 import { eventTypes } from '../events/index.js';
 import { defineFunction, onEvent, onRequest } from '../http/index.js';
 import type { FunctionDefinition, ReadinessCheck } from '../http/index.js';
@@ -37,6 +38,26 @@ function reconcileTickDefinition(deps: {
         data: z.unknown(),
         async handle() {
           await controller.tick();
+          return { kind: 'accepted' };
+        },
+      }),
+      onEvent({
+        type: eventTypes.flRoundCompleted,
+        data: z.unknown(),
+        async handle({ event }) {
+          // A federated job's aggregator says a round ended: its status shows it now, not at
+          // the next tick. The subject names the job.
+          const [namespace, name, ...rest] = (event.subject ?? '').split('/');
+          if (
+            namespace === undefined ||
+            name === undefined ||
+            namespace === '' ||
+            name === '' ||
+            rest.length > 0
+          )
+            throw new ValidationError(`subject: "${event.subject ?? ''}" is not <namespace>/<job>`);
+          if (controller.kinds.includes('federatedLearningJob'))
+            await controller.reconcile('federatedLearningJob', namespace, name);
           return { kind: 'accepted' };
         },
       }),

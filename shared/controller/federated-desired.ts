@@ -31,6 +31,8 @@ interface FederatedObject extends KubeObject {
 const federatedLabels = Object.freeze({
   job: 'edgeai.io/federatedlearningjob',
   worker: 'edgeai.io/fl-worker',
+  /** aggregator or trainer: what a NetworkPolicy selects (a Dataset may be named anything). */
+  role: 'edgeai.io/fl-role',
 });
 
 /** The aggregator's worker name in the status and its label. */
@@ -87,6 +89,15 @@ function parseJob(job: FederatedObject): FederatedLearningJobSpec | Invalid {
     };
   }
   const parsed = federatedLearningJobSpec.safeParse(job.spec);
+  const named = parsed.success
+    ? parsed.data.trainingWorkers.findIndex((w) => w.dataset.name === aggregatorWorker)
+    : -1;
+  if (named >= 0)
+    return {
+      valid: false,
+      reason: 'InvalidSpec',
+      message: `spec.trainingWorkers[${named}].dataset.name: "${aggregatorWorker}" names the job's aggregator in its status; rename the Dataset`,
+    };
   if (parsed.success) return parsed.data;
   const problems = parsed.error.issues.map(
     (i) => `spec.${i.path.map(String).join('.')}: ${i.message}`,
@@ -158,7 +169,11 @@ function trainerPlans(
       kind: 'federatedLearningJob',
       owner: job,
       name: trainerName(job.metadata.name, i),
-      labels: { [federatedLabels.job]: job.metadata.name, [federatedLabels.worker]: name },
+      labels: {
+        [federatedLabels.job]: job.metadata.name,
+        [federatedLabels.worker]: name,
+        [federatedLabels.role]: 'trainer',
+      },
       clusterLocal: true,
       env: [
         ...userEnv(worker.template),
@@ -242,6 +257,7 @@ function aggregatorService(
     labels: {
       [federatedLabels.job]: job.metadata.name,
       [federatedLabels.worker]: aggregatorWorker,
+      [federatedLabels.role]: 'aggregator',
     },
     clusterLocal: true,
     env: [

@@ -4,6 +4,7 @@
  * FL_TRAINER_TOKEN_<i> (the i-th trainer's, from its node's Secret), so the aggregator checks
  * who sends an update without reading Secrets itself.
  */
+import { join } from 'node:path';
 import { z } from 'zod';
 import { ConfigError } from '../errors/index.js';
 import { readEnv } from '../config/index.js';
@@ -31,8 +32,8 @@ const schema = z.object({
     .int()
     .min(1024)
     .default(256 * 1024 * 1024),
-  /** Directory file:// models must live in. */
-  MODEL_ROOT: z.string().default('/models'),
+  /** Directory file:// models must live in (default: ./models, as the inference workers'). */
+  MODEL_ROOT: z.string().optional(),
 });
 
 interface AggregatorConfig {
@@ -78,7 +79,7 @@ function loadAggregatorConfig(env: Env = process.env): AggregatorConfig {
     maxModelBytes: raw.FL_MAX_MODEL_BYTES,
     maxDatasetBytes: raw.FL_MAX_DATASET_BYTES,
     eventsUrl: raw.FL_EVENTS_URL,
-    modelRoot: raw.MODEL_ROOT,
+    modelRoot: raw.MODEL_ROOT ?? join(process.cwd(), 'models'),
   };
 }
 

@@ -14,6 +14,7 @@ import { createAggregator } from './aggregator.js';
 import type { Aggregator, AggregatorDeps } from './aggregator.js';
 import type { AggregatorConfig } from './aggregator-config.js';
 import { readDataset } from './dataset-source.js';
+import { onnxEvaluator } from './evaluation.js';
 import { createRoundStore } from './round-store.js';
 
 interface AggregatorRuntime {
@@ -93,7 +94,7 @@ async function createAggregatorRuntime(options: {
         maxBytes: settings.maxModelBytes,
         timeoutMs: 60_000,
       }),
-    ...(evaluation === undefined ? {} : { evaluation }),
+    ...(evaluation === undefined ? {} : { evaluate: onnxEvaluator(evaluation) }),
     ...messengers(settings),
     now: Date.now,
     schedule: timers.schedule,

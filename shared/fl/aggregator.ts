@@ -13,10 +13,9 @@ import { createHash, randomUUID } from 'node:crypto';
 import { UnavailableError, ValidationError } from '../errors/index.js';
 import type { FlJobConfig, RoundStarted, TrainerFailed } from '../messages/federated.js';
 import type { Logger } from '../telemetry/index.js';
-import type { Split } from '../training/data.js';
 import { onnxLayers, readInitializers, replaceInitializers } from '../training/onnx-export.js';
 import { checkUpdate, fedAvg } from './fedavg.js';
-import { evaluate } from './local-train.js';
+import type { Evaluation } from './local-train.js';
 import type { ClaimOutcome, OfferOutcome, RoundState, RoundStore } from './round-store.js';
 import { decodeWeights } from './weights.js';
 import type { NamedTensors } from './weights.js';
@@ -47,8 +46,8 @@ interface AggregatorDeps {
   store: RoundStore;
   /** Round 1's model (the pretrained Model's bytes). */
   initialModel(): Promise<Uint8Array>;
-  /** The evaluation Dataset, read once, if the job names one. */
-  evaluation?: Split;
+  /** Measures a new global model on the job's evaluation Dataset, if it names one. */
+  evaluate?: (model: Uint8Array) => Promise<Evaluation>;
   /** Tells a trainer of a round; settles when it is told (not when it has trained). */
   notify(trainer: FlJobConfig['trainers'][number], event: RoundStarted): Promise<void>;
   /** A round ended (the job's status should show it). */
@@ -327,7 +326,7 @@ async function commitRound(
 ): Promise<void> {
   const { config, store, log } = run.deps;
   const { state, version } = round;
-  const summary = summarize(run, round);
+  const summary = await summarize(run, round);
   const earlier = (await store.history()).map((h) => JSON.parse(h) as RoundSummary);
   const stop = stopReason(config, summary, earlier);
   const change = {
@@ -357,7 +356,7 @@ async function dropStale(run: Run, version: number, history: readonly RoundSumma
   await run.deps.store.dropModel(version);
 }
 
-function summarize(
+async function summarize(
   run: Run,
   round: {
     state: RoundState;
@@ -367,12 +366,10 @@ function summarize(
     model: Uint8Array;
     version: number;
   },
-): RoundSummary {
+): Promise<RoundSummary> {
   const { state, workers, metas, model } = round;
   const trainMs = metas.map((m) => m.trainMs).filter((t): t is number => t !== undefined);
-  const evaluation = run.deps.evaluation;
-  const evaluated =
-    evaluation === undefined ? undefined : evaluate(model, onnxLayers(model) ?? [], evaluation);
+  const evaluated = await run.deps.evaluate?.(model);
   const loss = evaluated?.loss ?? reportedLoss(metas);
   return {
     round: state.round,

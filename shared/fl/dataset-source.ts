@@ -4,7 +4,7 @@
  * pod), at most `maxBytes` of it (refused from its size before a byte is read), parsed as the
  * `csv` format of shared/fl/dataset-file.ts. Any other format is refused, naming it.
  */
-import { open } from 'node:fs/promises';
+import { open, stat } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PayloadTooLargeError, ValidationError } from '../errors/index.js';
@@ -102,5 +102,25 @@ async function readDataset(source: DatasetSource): Promise<Split> {
   }
 }
 
-export { readDataset, datasetPath };
+/**
+ * `read` with the last Dataset it parsed kept while its file is unchanged (same size and mtime):
+ * a warm trainer skips the parse, round after round; one started afresh (scaled from zero) reads
+ * the file again. Nothing depends on the cache, so the trainer still holds nothing it needs.
+ */
+function cachedDatasetReader(read: DatasetReader = readDataset): DatasetReader {
+  let last: { key: string; split: Split } | undefined;
+  return async (source) => {
+    const stats = await stat(datasetPath(source.url)).catch(() => undefined);
+    const key =
+      stats === undefined
+        ? undefined
+        : JSON.stringify([source.url, source.format, source.classes, stats.size, stats.mtimeMs]);
+    if (key !== undefined && last?.key === key) return last.split;
+    const split = await read(source);
+    last = key === undefined ? undefined : { key, split };
+    return split;
+  };
+}
+
+export { readDataset, datasetPath, cachedDatasetReader };
 export type { DatasetSource, DatasetReader };

@@ -24,9 +24,15 @@ import type { AsetScheduler } from '../../shared/aset/index.js';
 import { loadConfig } from '../../shared/config/index.js';
 import type { Env } from '../../shared/config/index.js';
 import { loadControllerConfig } from '../../shared/controller/index.js';
+import {
+  aggregatorWorker,
+  desiredFederated,
+  federatedLabels,
+} from '../../shared/controller/federated-desired.js';
 import { desiredGraph, graphLabels } from '../../shared/controller/graph-desired.js';
 import { labels, managerName } from '../../shared/controller/types.js';
 import { eventTypes } from '../../shared/events/index.js';
+import type { KubeObject } from '../../shared/k8s/index.js';
 import { loadUpstreamConfig } from '../../shared/status/index.js';
 import { loadSyncConfig } from '../../shared/sync/index.js';
 
@@ -163,7 +169,13 @@ function envOf(m: Manifest): Obj[] {
  * name -> keys. The test stands in a placeholder for their values.
  */
 const operatorSecrets: Record<string, readonly string[]> = {
-  'edgeai-redis-auth': ['password', 'worker-password', 'mlgraph-password'],
+  'edgeai-redis-auth': [
+    'password',
+    'worker-password',
+    'mlgraph-password',
+    'fl-aggregator-password',
+    'reconcile-tick-password',
+  ],
   // Optional (aset-scheduler's report route answers 403 without it).
   'edgeai-aset-report-token': ['token'],
 };
@@ -346,7 +358,8 @@ const asetDefinition = asetSchedulerDefinition({
 
 /** The event types each function handles (its definition's onEvent list). */
 const functionEvents: Record<FunctionName, string[]> = {
-  'reconcile-tick': [eventTypes.pingTick, ...apiServerTypes],
+  // flRoundCompleted: a federated job's aggregator announces a round's end (FL_EVENTS_URL).
+  'reconcile-tick': [eventTypes.pingTick, ...apiServerTypes, eventTypes.flRoundCompleted],
   'downstream-sync': [eventTypes.pingTick, ...apiServerTypes],
   'upstream-status': [eventTypes.workerStatusReported],
   'aset-scheduler': asetDefinition.events.map((e) => e.type),
@@ -438,12 +451,78 @@ function plural(kind: string): string {
   return `${lower}s`;
 }
 
+/** The one Broker of the control plane (eventing/broker.yaml). */
+function theBroker(): Manifest {
+  const [broker, ...more] = ofKind('Broker', 'eventing.knative.dev/v1');
+  expect(more, 'one Broker').toEqual([]);
+  if (broker === undefined) throw new Error('no Broker');
+  return broker;
+}
+
+/**
+ * Where a Broker of the MTChannelBasedBroker class takes events over HTTP (its
+ * status.address.url): Knative Eventing's shared ingress, by the Broker's namespace and name.
+ */
+const brokerIngress = (broker: Manifest) =>
+  `http://broker-ingress.knative-eventing.svc.cluster.local/${String(namespace(broker))}/${name(broker)}`;
+
 function sinkIsTheBroker(source: Manifest): void {
   expect(field(source, 'spec.sink.ref'), `${where(source)}: sink is the Broker "default"`).toEqual({
     apiVersion: 'eventing.knative.dev/v1',
     kind: 'Broker',
     name: 'default',
   });
+}
+
+/** Whether a NetworkPolicy's podSelector (matchLabels, matchExpressions) selects `labels`. */
+function selects(selector: unknown, labels: Obj): boolean {
+  if (!isObj(selector)) return false;
+  const match = isObj(selector['matchLabels']) ? selector['matchLabels'] : {};
+  const expressions = Array.isArray(selector['matchExpressions'])
+    ? selector['matchExpressions']
+    : [];
+  return (
+    Object.entries(match).every(([key, value]) => labels[key] === value) &&
+    expressions.every((e: unknown) => {
+      if (!isObj(e)) return false;
+      const present = Object.hasOwn(labels, String(e['key']));
+      const value = labels[String(e['key'])];
+      const values = strings(e['values'], 'matchExpressions values');
+      switch (e['operator']) {
+        case 'Exists':
+          return present;
+        case 'DoesNotExist':
+          return !present;
+        case 'In':
+          return present && values.includes(String(value));
+        case 'NotIn':
+          return !present || !values.includes(String(value));
+        default:
+          throw new Error(`matchExpressions operator ${String(e['operator'])}`);
+      }
+    })
+  );
+}
+
+/**
+ * The Redis container's ACL users (its `--user <name> <rule>...` arguments) by name, with their
+ * rules and the variable their password comes from (`>$(VAR)`, which the kubelet expands).
+ */
+function aclUsers(
+  args: readonly string[],
+): Map<string, { rules: string[]; passwordVariable: string }> {
+  const users = new Map<string, { rules: string[]; passwordVariable: string }>();
+  args.forEach((arg, i) => {
+    if (arg !== '--user') return;
+    const end = args.findIndex((a, j) => j > i && a.startsWith('--'));
+    const [userName, ...rules] = args.slice(i + 1, end === -1 ? undefined : end);
+    const passwords = rules.flatMap((r) => /^>\$\((\w+)\)$/.exec(r)?.[1] ?? []);
+    expect(passwords, `ACL user ${String(userName)}: one password, from a variable`).toHaveLength(
+      1,
+    );
+    users.set(String(userName), { rules, passwordVariable: passwords[0]! });
+  });
+  return users;
 }
 
 // Asymmetric matchers are typed any; held as unknown so they can sit in expected objects.
@@ -687,9 +766,16 @@ describe('Knative Services', () => {
     expect(loadUpstreamConfig(status).tokenNamespace, 'node tokens are in edgeai-system').toBe(
       systemNamespace,
     );
-    for (const env of [sync, status, resolvedEnv(knativeService('aset-scheduler'))]) {
+    for (const env of [tick, sync, status, resolvedEnv(knativeService('aset-scheduler'))]) {
       expect(env['REDIS_URL']).toBe('redis://edgeai-redis.edgeai-system.svc.cluster.local:6379');
     }
+    // A federated job's aggregator logs in to Redis as its own user (docs/deploying.md step 6)
+    // and announces each round's end to the Broker; reconcile-tick reads the jobs' progress as
+    // its own read-only user.
+    const federated = loadControllerConfig(tick).federated;
+    expect(federated.workerSecret, 'FL_SECRET').toBe('edgeai-fl');
+    expect(federated.eventsUrl, 'BROKER_URL').toBe(brokerIngress(theBroker()));
+    expect(tick['REDIS_USERNAME']).toBe('reconcile-tick');
   });
 
   it('finds a Redis Cluster or Sentinel by ConfigMap edgeai-redis alone, as it finds one Redis', () => {
@@ -710,8 +796,14 @@ describe('Knative Services', () => {
         { url: undefined, sentinels: [{ host: 's-0', port: 26379 }], sentinelName: 'edgeai' },
       ],
     ];
-    for (const fn of ['downstream-sync', 'upstream-status', 'aset-scheduler'] as const) {
-      for (const [data, expected] of shapes) {
+    const located = ['reconcile-tick', 'downstream-sync', 'upstream-status', 'aset-scheduler'];
+    for (const fn of located as FunctionName[]) {
+      for (const [data, given] of shapes) {
+        // reconcile-tick only reads: it takes no waitReplicas (its Redis user has no WAIT).
+        const expected =
+          fn === 'reconcile-tick' && 'waitReplicas' in given
+            ? { ...given, waitReplicas: 0 }
+            : given;
         // The ConfigMap as an operator would rewrite it: its keys, read by the functions' refs.
         const env: Record<string, string> = {};
         for (const entry of envOf(knativeService(fn))) {
@@ -944,6 +1036,21 @@ describe('eventing', () => {
     }
   });
 
+  it("routes every federated job's round.completed to reconcile-tick, at the address aggregators are given", () => {
+    // Its source names the job (/fl/<namespace>/<job>/aggregator): one Trigger takes every job's.
+    for (const source of ['/fl/default/digits/aggregator', '/fl/team-a/mnist/aggregator']) {
+      const event = { type: eventTypes.flRoundCompleted, source };
+      const reached = triggers().filter((t) => triggerMatches(t, event));
+      expect(reached.map(subscriberOf), `${source}'s round.completed reaches`).toEqual([
+        'reconcile-tick',
+      ]);
+    }
+    // reconcile-tick hands BROKER_URL to the aggregators (FL_EVENTS_URL): this Broker's ingress,
+    // as a plain value (the local stack rewrites it to its own Broker).
+    const entry = envOf(knativeService('reconcile-tick')).find((e) => e['name'] === 'BROKER_URL');
+    expect(entry).toEqual({ name: 'BROKER_URL', value: brokerIngress(theBroker()) });
+  });
+
   it('runs each ApiServerSource in Resource mode, cluster-wide, as a ServiceAccount that can watch exactly what it watches', () => {
     const sources = apiServerSources();
     expect(sources.length).toBe(Object.keys(functionWatches).length);
@@ -1045,26 +1152,59 @@ describe('Redis', () => {
     expect(args[at + 1]).toBe('$(REDIS_PASSWORD)');
     expect(env['REDIS_PASSWORD']).toBe('<edgeai-redis-auth/password>');
     expect(env['REDISCLI_AUTH'], 'the redis-cli probe authenticates').toBe(env['REDIS_PASSWORD']);
-    // An empty password switches authentication off (or lets anyone be the edge worker): such a
-    // pod must never become ready.
+    // Each ACL user's password, from its own key of the Secret.
+    const users = aclUsers(args);
+    expect([...users.keys()]).toEqual([
+      'edge-worker',
+      'mlgraph',
+      'fl-aggregator',
+      'reconcile-tick',
+    ]);
+    const passwordOf = (user: string) => env[users.get(user)?.passwordVariable ?? ''];
+    expect(passwordOf('edge-worker')).toBe('<edgeai-redis-auth/worker-password>');
+    expect(passwordOf('mlgraph')).toBe('<edgeai-redis-auth/mlgraph-password>');
+    expect(passwordOf('fl-aggregator')).toBe('<edgeai-redis-auth/fl-aggregator-password>');
+    expect(passwordOf('reconcile-tick')).toBe('<edgeai-redis-auth/reconcile-tick-password>');
+    // An empty password switches authentication off (or lets anyone be that user): such a pod
+    // must never become ready.
     const probeSpec = redis['readinessProbe'];
     const exec = isObj(probeSpec) ? probeSpec['exec'] : undefined;
     const probe = strings(isObj(exec) ? exec['command'] : undefined, 'redis readiness probe');
-    expect(probe.join(' ')).toMatch(
-      /test -n "\$REDISCLI_AUTH" && test -n "\$REDIS_WORKER_PASSWORD" && test -n "\$REDIS_MLGRAPH_PASSWORD" && redis-cli ping \| grep -qx PONG/,
-    );
-    expect(env['REDIS_WORKER_PASSWORD']).toBe('<edgeai-redis-auth/worker-password>');
-    expect(env['REDIS_MLGRAPH_PASSWORD']).toBe('<edgeai-redis-auth/mlgraph-password>');
+    const variables = ['REDISCLI_AUTH', ...[...users.values()].map((u) => u.passwordVariable)];
+    expect(probe).toEqual([
+      'sh',
+      '-c',
+      `${variables.map((v) => `test -n "$${v}"`).join(' && ')} && redis-cli ping | grep -qx PONG`,
+    ]);
     expect(ofKind('Secret').map(name)).not.toContain('edgeai-redis-auth');
+    // A function logs in as the default user with its password, or as an ACL user defined here
+    // with that user's.
+    const logins: Record<string, string> = {};
     for (const fn of functionNames) {
       const fnEnv = resolvedEnv(knativeService(fn));
       if (fnEnv['REDIS_URL'] === undefined) continue;
-      expect(fnEnv['REDIS_PASSWORD'], `${fn}: REDIS_PASSWORD`).toBe(env['REDIS_PASSWORD']);
+      const user = fnEnv['REDIS_USERNAME'];
+      logins[fn] = user ?? 'default';
+      const expected = user === undefined ? env['REDIS_PASSWORD'] : passwordOf(user);
+      expect(expected, `${fn}: ACL user ${String(user)} is defined`).toBeDefined();
+      expect(fnEnv['REDIS_PASSWORD'], `${fn}: REDIS_PASSWORD`).toBe(expected);
     }
+    expect(logins).toEqual({
+      'reconcile-tick': 'reconcile-tick',
+      'downstream-sync': 'default',
+      'upstream-status': 'default',
+      'aset-scheduler': 'default',
+    });
+    // The guide's command creates the Secret with every key the manifests read.
     const guide = readFileSync(join(root, 'docs', 'deploying.md'), 'utf8');
-    expect(guide, 'docs/deploying.md says how to create the Secret').toMatch(
-      /create secret generic edgeai-redis-auth/,
-    );
+    const lines = guide.split('\n');
+    const from = lines.findIndex((l) => l.includes('create secret generic edgeai-redis-auth'));
+    expect(from, 'docs/deploying.md says how to create the Secret').toBeGreaterThan(-1);
+    let to = from;
+    while (lines[to]?.endsWith('\\')) to += 1;
+    const command = lines.slice(from, to + 1).join('\n');
+    const keys = [...command.matchAll(/--from-literal=([-\w]+)=/g)].map((m) => m[1]);
+    expect(keys.sort()).toEqual([...(operatorSecrets['edgeai-redis-auth'] ?? [])].sort());
   });
 
   it('admits connections only from the functions, the edge workers and graph Services, which use it', () => {
@@ -1078,7 +1218,12 @@ describe('Redis', () => {
     const [rule, ...otherRules] = objects(policy!, 'spec.ingress');
     expect(otherRules).toEqual([]);
     const users = functionNames.filter((fn) => resolvedEnv(knativeService(fn))['REDIS_URL']);
-    expect(users).toEqual(['downstream-sync', 'upstream-status', 'aset-scheduler']);
+    expect(users).toEqual([
+      'reconcile-tick',
+      'downstream-sync',
+      'upstream-status',
+      'aset-scheduler',
+    ]);
     expect(rule!['from']).toEqual([
       {
         podSelector: {
@@ -1100,8 +1245,59 @@ describe('Redis', () => {
           matchExpressions: [{ key: graphLabels.graph, operator: 'Exists' }],
         },
       },
+      // A FederatedLearningJob's aggregator (its rounds), not its trainers (edge nodes).
+      {
+        namespaceSelector: { matchLabels: { 'edgeai.io/redis-clients': 'enabled' } },
+        podSelector: {
+          matchLabels: {
+            [labels.managedBy]: managerName,
+            [federatedLabels.role]: aggregatorWorker,
+          },
+        },
+      },
     ]);
     expect(rule!['ports']).toEqual([{ port: 'redis', protocol: 'TCP' }]);
+  });
+
+  it("admits a federated job's aggregator, with its Secret and the Broker, and none of its trainers", () => {
+    const [policy] = ofKind('NetworkPolicy', 'networking.k8s.io/v1');
+    const [rule] = objects(policy!, 'spec.ingress');
+    const podSelectors = objects({ file: 'redis/network-policy.yaml', doc: rule! }, 'from')
+      .filter((peer) => isObj(peer['namespaceSelector']))
+      .map((peer) => peer['podSelector']);
+    const admitted = (pod: Obj) => podSelectors.some((selector) => selects(selector, pod));
+    // The sample job as reconcile-tick deploys it, with the manifest's settings.
+    const sample = load('samples/federated-digits.yaml').map((m) => m.doc as unknown as KubeObject);
+    const byName = (kind: string) =>
+      new Map(sample.filter((o) => o.kind === kind).map((o) => [o.metadata.name, o]));
+    const [job] = byName('FederatedLearningJob').values();
+    const settings = loadControllerConfig(resolvedEnv(knativeService('reconcile-tick'))).federated;
+    const desired = desiredFederated(
+      { ...job!, metadata: { ...job!.metadata, uid: 'u1', generation: 1 } },
+      { datasets: byName('Dataset'), models: byName('Model') },
+      settings,
+      false,
+    );
+    if (!desired.valid) throw new Error(desired.message);
+    const podOf = (service: KubeObject) => ({
+      labels: field({ file: 'desired', doc: service }, 'spec.template.metadata.labels'),
+      container: container({ file: 'desired', doc: service }),
+    });
+    const aggregator = podOf(desired.aggregator);
+    expect(admitted(aggregator.labels as Obj), 'the aggregator reaches Redis').toBe(true);
+    expect(aggregator.container['envFrom'], 'its environment: FL_SECRET').toEqual([
+      { secretRef: { name: 'edgeai-fl', optional: true } },
+    ]);
+    expect(aggregator.container['env']).toContainEqual({
+      name: 'FL_EVENTS_URL',
+      value: brokerIngress(theBroker()),
+    });
+    expect(desired.trainers.length).toBeGreaterThan(0);
+    for (const trainer of desired.trainers) {
+      const pod = podOf(trainer.service);
+      expect(admitted(pod.labels as Obj), `trainer ${trainer.name} is refused`).toBe(false);
+      expect(pod.container['envFrom'], `trainer ${trainer.name}: no Secret`).toBeUndefined();
+    }
   });
 });
 

@@ -3,7 +3,9 @@
  * redis-server: the worker's own code (task reload, offload budget, shared event answers) works
  * through it, and what a worker in a user's namespace must not do is refused (aset-scheduler's
  * shared state included). The same for the mlgraph user of an MLGraph's Services: the route,
- * join and path stores work through it, and nothing else does.
+ * join and path stores work through it, and nothing else does. And for federated learning: the
+ * fl-aggregator user runs a job's whole round store and is granted exactly the commands that
+ * takes, and reconcile-tick's user reads the jobs' progress and can write nothing.
  */
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -17,6 +19,8 @@ import {
   createRouter,
 } from '../../shared/mlgraph/index.js';
 import { createQualityWindow } from '../../shared/inference/quality-window.js';
+import { readProgress } from '../../shared/fl/progress.js';
+import { createRoundStore } from '../../shared/fl/round-store.js';
 import {
   createBudget,
   createMiner,
@@ -27,7 +31,7 @@ import { startRedisServer } from '../../local/redis-server.js';
 import type { RedisServer } from '../../local/redis-server.js';
 import { startRedisCluster } from '../../local/redis-topologies.js';
 import type { RedisCluster } from '../../local/redis-topologies.js';
-import { createRedis, waitReady } from '../../shared/redis/index.js';
+import { createRedis, redisReadiness, waitReady } from '../../shared/redis/index.js';
 import type { RedisClient } from '../../shared/redis/index.js';
 import { createTaskStreams } from '../../shared/sync/index.js';
 import { capturedTelemetry } from '../support/http.js';
@@ -55,21 +59,32 @@ interface AclRedis {
   server: RedisServer;
   /** The default user, as the control plane's functions log in. */
   admin: RedisClient;
-  /** The ACL user under test. */
+  /** The (first) ACL user under test. */
   user: RedisClient;
   client(username: string | undefined, password: string | undefined): RedisClient;
+  /** A new connection as a manifest user of this server (disconnected after the block). */
+  login(username: string): RedisClient;
 }
 
 /**
- * A redis-server with ACL user `name` exactly as the manifest defines it, for the tests of the
- * calling describe block (started before them, stopped after).
+ * A redis-server with ACL user `name` (and `more` users) exactly as the manifest defines them,
+ * for the tests of the calling describe block (started before them, stopped after).
  */
-function aclRedis(name: string, variable: string): AclRedis {
+function aclRedis(
+  name: string,
+  variable: string,
+  ...more: ReadonlyArray<readonly [name: string, variable: string]>
+): AclRedis {
   const adminPassword = randomBytes(16).toString('hex');
-  const password = randomBytes(16).toString('hex');
+  const users = [[name, variable] as const, ...more].map(([user, from]) => ({
+    user,
+    from,
+    password: randomBytes(16).toString('hex'),
+  }));
+  const opened: RedisClient[] = [];
   const redis = {
-    client: (username: string | undefined, secret: string | undefined) =>
-      createRedis(
+    client: (username: string | undefined, secret: string | undefined) => {
+      const client = createRedis(
         {
           url: redis.server.url,
           username,
@@ -79,23 +94,76 @@ function aclRedis(name: string, variable: string): AclRedis {
           connectTimeoutMs: 2000,
         },
         () => {},
-      ),
+      );
+      opened.push(client);
+      return client;
+    },
+    login: (username: string) =>
+      redis.client(username, users.find((u) => u.user === username)?.password),
   } as AclRedis;
   beforeAll(async () => {
     redis.server = await startRedisServer({
       password: adminPassword,
-      args: userArgs(name, variable, password),
+      args: users.flatMap((u) => userArgs(u.user, u.from, u.password)),
     });
     redis.admin = redis.client(undefined, adminPassword);
-    redis.user = redis.client(name, password);
+    redis.user = redis.login(name);
     await Promise.all([waitReady(redis.admin, 10_000), waitReady(redis.user, 10_000)]);
   });
   afterAll(async () => {
-    redis.admin?.disconnect();
-    redis.user?.disconnect();
+    for (const client of opened) client.disconnect();
     await redis.server?.stop();
   });
   return redis;
+}
+
+/** The commands a user's rules grant (`+name`), as Redis names them (lower case). */
+function granted(name: string): string[] {
+  return userArgs(name, '', '')
+    .filter((rule) => rule.startsWith('+'))
+    .map((rule) => rule.slice(1).toLowerCase())
+    .sort();
+}
+
+/**
+ * The commands Redis runs while `work` does (MONITOR, on a connection of the default user),
+ * those of Lua scripts included, by name; AUTH is not one (every user may run it).
+ */
+async function commandsRun(r: AclRedis, work: () => Promise<void>): Promise<string[]> {
+  const admin = r.admin;
+  if (!('monitor' in admin)) throw new Error('MONITOR needs a single Redis, not a cluster');
+  const monitor = await admin.monitor();
+  const seen = new Set<string>();
+  monitor.on('monitor', (_time: string, args: string[]) => {
+    if (args[0] !== undefined) seen.add(args[0].toLowerCase());
+  });
+  try {
+    await work();
+    // MONITOR feeds the monitor asynchronously: a marker the monitor sees ends the window.
+    const marker = `end-${randomBytes(4).toString('hex')}`;
+    const ended = new Promise<void>((resolve) =>
+      monitor.on('monitor', (_time: string, args: string[]) => {
+        if (args[1] === marker) resolve();
+      }),
+    );
+    await r.admin.echo(marker);
+    await ended;
+  } finally {
+    monitor.disconnect();
+  }
+  seen.delete('echo');
+  seen.delete('auth');
+  return [...seen].sort();
+}
+
+/** Every promise rejected by Redis's ACL (as a command, or inside a script). */
+async function expectRefused(attempts: ReadonlyArray<Promise<unknown>>): Promise<void> {
+  for (const result of await Promise.allSettled(attempts)) {
+    expect(result.status).toBe('rejected');
+    expect(String((result as PromiseRejectedResult).reason)).toMatch(
+      /NOPERM|user executing the script can't run this command/,
+    );
+  }
 }
 
 describe('the edge-worker Redis user of knative/redis', () => {
@@ -305,6 +373,189 @@ describe('the mlgraph Redis user of knative/redis', () => {
         /NOPERM|user executing the script can't run this command/,
       );
     }
+  });
+});
+
+describe('the fl-aggregator and reconcile-tick Redis users of knative/redis', () => {
+  const r = aclRedis('fl-aggregator', 'REDIS_FL_AGGREGATOR_PASSWORD', [
+    'reconcile-tick',
+    'REDIS_RECONCILE_TICK_PASSWORD',
+  ]);
+  const job = 'team-a/digits/6f1c2a9e-0b7d-4c3e-9a51-2d8e4f60b7c1';
+  const keyOf = (part: string) => `fl:{fl:${job}}:${part}`;
+  const t0 = 1_000_000;
+  const summary = (round: number, version: number) =>
+    JSON.stringify({ round, version, participants: 2, stragglers: [], closedBy: 'quorum' });
+
+  it("runs a job's whole round store as fl-aggregator, with exactly the commands it is granted", async () => {
+    // As a restarted or failed-over Redis would: the first script call finds no script (EVAL).
+    await r.admin.script('FLUSH');
+    let history: string[] = [];
+    const used = await commandsRun(r, async () => {
+      const redis = r.login('fl-aggregator');
+      await waitReady(redis, 10_000); // the client's ready check: INFO
+      await redisReadiness(redis).check(); // the function's readiness: PING
+      const store = createRoundStore(redis, job);
+      const first = { selected: ['edge0', 'edge1'], quorum: 2, nowMs: t0, deadlineMs: t0 + 60_000 };
+      expect((await store.open({ ...first, sha: 'v0' })).created).toBe(true);
+      expect((await store.open({ ...first, sha: 'v0' })).created).toBe(false);
+      await store.saveModel(0, new Uint8Array([0, 1, 2]));
+      const offer = (worker: string, round: number, base: number, nowMs: number) =>
+        store.offer({ round, worker, base, meta: '{}', weights: Buffer.alloc(8, 1), nowMs });
+      expect((await offer('edge0', 1, 0, t0 + 1)).kind).toBe('accepted');
+      expect((await offer('edge0', 1, 0, t0 + 2)).kind).toBe('duplicate');
+      expect(await offer('intruder', 1, 0, t0 + 3)).toMatchObject({ reason: 'not-selected' });
+      expect((await store.claim(1, 'a', t0 + 4, 1000)).kind).toBe('waiting');
+      expect((await offer('edge1', 1, 0, t0 + 5)).kind).toBe('accepted');
+      expect(await store.submitted()).toEqual(['edge0', 'edge1']);
+      expect((await store.updates()).map((u) => u.worker)).toEqual(['edge0', 'edge1']);
+      expect(await store.claim(1, 'a', t0 + 6, 1000)).toMatchObject({ kind: 'claimed' });
+      // The first claimer died: its lease runs out and another aggregator takes the round over.
+      expect(await store.claim(1, 'b', t0 + 2000, 1000)).toMatchObject({ kind: 'claimed' });
+      await store.saveModel(1, new Uint8Array([3, 4, 5]));
+      const next = { selected: first.selected, quorum: 2, nowMs: t0 + 2001 };
+      const committed = await store.commit({
+        round: 1,
+        token: 'b',
+        outcome: 'next',
+        version: 1,
+        sha: 'v1',
+        summary: summary(1, 1),
+        ...next,
+        deadlineMs: t0 + 3000,
+      });
+      expect(committed).toBe(true);
+      expect(await store.model(1)).toEqual(Buffer.from([3, 4, 5]));
+      await store.dropModel(0);
+      // Round 2: no update by its deadline, so it opens again; a trainer reports a failure.
+      expect(await store.claim(2, 'c', t0 + 3000, 1000)).toMatchObject({ closedBy: 'deadline' });
+      const retry = { round: 2, token: 'c', outcome: 'retry' as const, ...next };
+      expect(await store.commit({ ...retry, deadlineMs: t0 + 4000 })).toBe(true);
+      await store.recordFailure('edge1', {
+        atMs: t0 + 3001,
+        round: 2,
+        exitCode: 1,
+        message: 'out of memory',
+      });
+      expect((await offer('edge0', 2, 1, t0 + 3002)).kind).toBe('accepted');
+      expect(await store.claim(2, 'd', t0 + 4000, 1000)).toMatchObject({ kind: 'claimed' });
+      await store.saveModel(2, new Uint8Array([6]));
+      const done = await store.commit({
+        round: 2,
+        token: 'd',
+        outcome: 'done',
+        version: 2,
+        sha: 'v2',
+        summary: summary(2, 2),
+        nowMs: t0 + 4001,
+        message: 'maxRounds reached',
+      });
+      expect(done).toBe(true);
+      expect((await store.state())?.status).toBe('done');
+      expect((await store.workers()).get('edge1')?.failure?.exitCode).toBe(1);
+      history = await store.history();
+    });
+    expect(history.map((h) => (JSON.parse(h) as { round: number }).round)).toEqual([2, 1]);
+    expect(await r.admin.exists(keyOf('model:0'))).toBe(0);
+    // Every command granted is one the store runs (the client's INFO and the probe's PING
+    // included), and it runs no other.
+    expect(used).toEqual(granted('fl-aggregator'));
+  });
+
+  it("refuses the aggregator everything else: other domains' keys, other commands, admin", async () => {
+    const state = keyOf('state');
+    await expectRefused([
+      r.user.hget('tasks:{edge0}:current', 'default/x'),
+      r.user.set('status:{default/x}:totals', '1'),
+      r.user.get('budget:{default/x}:cut'),
+      r.user.lrange('quality:{default/x}:buckets', 0, -1),
+      r.user.hgetall('mlgraph:{ns.g-pick}:arms'),
+      r.user.hgetall('aset:{aset:full-edge}:bindings'),
+      r.user.set('seen:{x}:y', '1'),
+      r.user.eval("return redis.call('SET', KEYS[1], '1')", 1, 'tasks:{edge0}:current'),
+      // Its own keys, with commands the store does not run.
+      r.user.eval("return redis.call('EXPIRE', KEYS[1], 1)", 1, state),
+      r.user.expire(state, 1),
+      r.user.xadd(keyOf('stream'), '*', 'a', 'b'),
+      r.user.publish('fl', 'x'),
+      r.user.keys('*'),
+      r.user.scan(0),
+      r.user.flushall(),
+      r.user.call('CONFIG', 'GET', 'requirepass'),
+      r.user.call('ACL', 'LIST'),
+    ]);
+    expect(await r.admin.exists('tasks:{edge0}:current')).toBe(0);
+  });
+
+  it("lets reconcile-tick read a job's progress, with exactly the commands it is granted", async () => {
+    // The job the test above ran (its rounds, history and worker records).
+    expect(await r.admin.hget(keyOf('state'), 'status')).toBe('done');
+    let progress: Awaited<ReturnType<typeof readProgress>>;
+    const used = await commandsRun(r, async () => {
+      const tick = r.login('reconcile-tick');
+      await waitReady(tick, 10_000);
+      await redisReadiness(tick).check();
+      progress = await readProgress(tick, job);
+    });
+    expect(progress!).toMatchObject({ status: 'done', version: 2, sha: 'v2' });
+    expect(progress!.message).toBe('maxRounds reached');
+    expect(progress!.history.map((h) => h.round)).toEqual([2, 1]);
+    expect(progress!.workers.get('edge1')?.failure?.message).toBe('out of memory');
+    expect(progress!.workers.get('edge0')?.accepted).toBe(2);
+    expect(used).toEqual(granted('reconcile-tick'));
+  });
+
+  it("refuses every write as reconcile-tick, and every key but the jobs' progress", async () => {
+    const tick = r.login('reconcile-tick');
+    await waitReady(tick, 10_000);
+    const state = keyOf('state');
+    const store = createRoundStore(tick, job);
+    await expectRefused([
+      tick.hset(state, 'status', 'open'),
+      tick.del(state),
+      tick.unlink(keyOf('model:2')),
+      tick.set(keyOf('model:9'), 'x'),
+      tick.lpush(keyOf('history'), '{}'),
+      tick.eval("return redis.call('HSET', KEYS[1], 'status', 'open')", 1, state),
+      // The round store's own writes, as an aggregator would run them.
+      store.recordFailure('edge0', { atMs: 1, round: 1, exitCode: 1, message: 'x' }),
+      store.claim(2, 'e', t0 + 9000, 1000),
+      store.saveModel(3, new Uint8Array([1])),
+      // Reads of anything else.
+      tick.hgetall('tasks:{edge0}:current'),
+      tick.lrange('quality:{default/x}:buckets', 0, -1),
+      tick.hgetall('mlgraph:{ns.g-pick}:arms'),
+      tick.get(keyOf('model:2')),
+      tick.keys('*'),
+      tick.flushall(),
+      tick.call('CONFIG', 'GET', 'requirepass'),
+    ]);
+    expect(await r.admin.hgetall(state)).toMatchObject({ status: 'done', version: '2' });
+    expect(await r.admin.exists(keyOf('model:2'), keyOf('model:3'), keyOf('model:9'))).toBe(1);
+  });
+
+  it('keeps its keys read-only even for a write command granted by mistake', async () => {
+    // %R~ is a second guard: the same rules plus HSET and DEL still write nothing.
+    const rules = userArgs('reconcile-tick', 'REDIS_RECONCILE_TICK_PASSWORD', 'pw')
+      .slice(2)
+      .filter((rule) => rule !== 'on' && !rule.startsWith('>'));
+    await r.admin.call(
+      'ACL',
+      'SETUSER',
+      'tick-with-writes',
+      'on',
+      '>pw',
+      ...rules,
+      '+hset',
+      '+del',
+    );
+    const widened = r.client('tick-with-writes', 'pw');
+    await waitReady(widened, 10_000);
+    expect(await widened.hgetall(keyOf('state'))).toMatchObject({ status: 'done' });
+    await expectRefused([
+      widened.hset(keyOf('state'), 'status', 'open'),
+      widened.del(keyOf('state')),
+    ]);
   });
 });
 

@@ -65,8 +65,8 @@ export const commit = luaFile(
     ARGV[2] token      the claim's token
     ARGV[3] outcome    next (a new version; the next round opens), retry (the same round
                        opens again) or done / failed (the job ends)
-    ARGV[4] version    the model version now (unchanged for retry and failed)
-    ARGV[5] sha        its sha256
+    ARGV[4] version    the new model version (next, done); ignored for retry and failed
+    ARGV[5] sha        its sha256 (next, done)
     ARGV[6] summary    the round's history entry (JSON), or '' for none
     ARGV[7] selected   JSON list of the next (or retried) round's workers
     ARGV[8] quorum
@@ -86,7 +86,9 @@ if ARGV[6] ~= '' then
   redis.call('LTRIM', history, 0, tonumber(ARGV[12]) - 1)
 end
 redis.call('HDEL', state, 'claim', 'claimUntil', 'closedBy', 'closedAt')
-redis.call('HSET', state, 'version', ARGV[4], 'sha', ARGV[5])
+if outcome == 'next' or outcome == 'done' then
+  redis.call('HSET', state, 'version', ARGV[4], 'sha', ARGV[5])
+end
 if outcome == 'retry' then
   redis.call('HSET', state, 'status', 'open', 'selected', ARGV[7], 'quorum', ARGV[8],
     'opened', ARGV[9], 'deadline', ARGV[10])

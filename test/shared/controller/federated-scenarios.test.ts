@@ -14,14 +14,16 @@ import {
   createController,
   federatedKind,
   jointInferenceKind,
+  reconcileTickDefinition,
 } from '../../../shared/controller/index.js';
+import { buildServer } from '../../../shared/http/index.js';
 import type { Controller } from '../../../shared/controller/index.js';
 import type { JobProgress } from '../../../shared/controller/federated-reconcile.js';
 import type { KubeObject } from '../../../shared/k8s/index.js';
 import { flJobConfig } from '../../../shared/messages/federated.js';
 import { startApiServer } from '../../support/apiserver.js';
 import type { TestApiServer } from '../../support/apiserver.js';
-import { capturedTelemetry } from '../../support/http.js';
+import { capturedTelemetry, listen, postEvent } from '../../support/http.js';
 import { helmetDetectionSample } from '../../support/samples.js';
 
 const ns = 'default';
@@ -370,5 +372,41 @@ describe('the FederatedLearningJob controller against the development API server
     await api.kube.delete({ kind: 'federatedLearningJob', namespace: ns, name: 'letters' });
     expect((await services()).filter((s) => s.startsWith('letters-'))).toEqual([]);
     expect((await services()).filter((s) => s.startsWith('digits-'))).toHaveLength(4);
+  });
+
+  it("shows a round once its aggregator announces it (reconcile-tick's event), not at the next tick", async () => {
+    await applyJob();
+    await controller.tick();
+    const telemetry = capturedTelemetry('reconcile-tick');
+    const fn = await listen(
+      buildServer(reconcileTickDefinition({ controller, readiness: [] }), {
+        telemetry,
+        bodyLimitBytes: 1 << 20,
+        readinessTimeoutMs: 1000,
+      }),
+    );
+    try {
+      const { current, set } = await progressOf();
+      const round = {
+        round: 1,
+        version: 1,
+        participants: 3,
+        stragglers: [],
+        closedBy: 'all' as const,
+        durationMs: 900,
+      };
+      set({ ...current, version: 1, sha: 'b'.repeat(64), history: [round] });
+      const answer = await postEvent(fn.url, 'io.edgeai.fl.round.completed', round, {
+        'ce-subject': 'default/digits',
+      });
+      expect(answer.status).toBe(202);
+      expect((await job()).status).toMatchObject({ round: 1, globalModel: { version: 1 } });
+      const bad = await postEvent(fn.url, 'io.edgeai.fl.round.completed', round, {
+        'ce-subject': 'digits',
+      });
+      expect(bad.status).toBe(400);
+    } finally {
+      await fn.close();
+    }
   });
 });

@@ -169,10 +169,13 @@ describe('the federated round store', () => {
       deadlineMs: t0 + 120_000,
     } as const;
     expect(await store.commit(retry)).toBe(true);
+    // The model the round trains from is kept (a retry makes no new version).
     expect(await store.state()).toMatchObject({
       status: 'open',
       round: 1,
       deadlineMs: t0 + 120_000,
+      version: 0,
+      sha: 'v0',
     });
     expect(await send('edge0')).toMatchObject({ kind: 'accepted' });
   });
