@@ -137,6 +137,11 @@ interface Run {
   cancelTimer?: () => void;
   closing?: Promise<void>;
   again?: boolean;
+  /**
+   * The weights of the updates this process accepted for the open round, decoded and checked:
+   * aggregated from here rather than read back from the store (a restarted process reads them).
+   */
+  accepted: Map<string, { round: number; weights: NamedTensors }>;
 }
 
 const modelUrl = (run: Run, version: number) => `${run.deps.config.publicUrl}/v1/models/${version}`;
@@ -204,16 +209,14 @@ async function tellOpenRound(run: Run): Promise<void> {
 async function offer(run: Run, update: Parameters<Aggregator['offer']>[0]): Promise<OfferOutcome> {
   const { store, maxUpdateBytes } = run.deps;
   const state = await store.state();
+  let decoded: NamedTensors | undefined;
   // Checked against the round's base model now, so a malformed update is a 400 to its sender
   // rather than a failure of the whole round later.
   if (state !== undefined && update.base === state.base && state.status === 'open') {
     const { tensors } = await baseModel(run, state.base);
     const limits = { maxBytes: maxUpdateBytes, maxTensors: tensors.size };
-    checkUpdate(tensors, {
-      worker: update.worker,
-      samples: update.meta.samples,
-      weights: decodeWeights(update.weights, limits),
-    });
+    decoded = decodeWeights(update.weights, limits);
+    checkUpdate(tensors, { worker: update.worker, samples: update.meta.samples, weights: decoded });
   }
   const outcome = await store.offer({
     round: update.round,
@@ -223,6 +226,8 @@ async function offer(run: Run, update: Parameters<Aggregator['offer']>[0]): Prom
     weights: Buffer.from(update.weights.buffer, update.weights.byteOffset, update.weights.length),
     nowMs: run.deps.now(),
   });
+  if (outcome.kind === 'accepted' && decoded !== undefined)
+    run.accepted.set(update.worker, { round: update.round, weights: decoded });
   if (outcome.kind === 'accepted' && outcome.n >= Math.min(outcome.quorum, outcome.selected))
     kick(run);
   return outcome;
@@ -275,7 +280,10 @@ type Claimed = Extract<ClaimOutcome, { kind: 'claimed' }>;
 /** The claimed round's outcome: averaged and committed, opened again, or the job failed. */
 async function aggregate(run: Run, state: RoundState, token: string, claim: Claimed) {
   const { config, store, log } = run.deps;
-  const stored = await store.updates();
+  const known = new Set(
+    [...run.accepted].filter(([, u]) => u.round === state.round).map(([worker]) => worker),
+  );
+  const stored = await store.updates(known);
   if (
     claim.closedBy === 'deadline' &&
     stored.length < state.quorum &&
@@ -301,12 +309,17 @@ async function aggregate(run: Run, state: RoundState, token: string, claim: Clai
     stored.map((u, i) => ({
       worker: u.worker,
       samples: metas[i]!.samples,
-      weights: decodeWeights(u.weights, limits),
+      weights:
+        (known.has(u.worker) ? run.accepted.get(u.worker)?.weights : undefined) ??
+        decodeWeights(u.weights, limits),
     })),
   );
   const next = replaceInitializers(bytes, mean);
   const version = state.version + 1;
   await store.saveModel(version, next);
+  // The next round trains from it: kept, not read back and parsed again.
+  run.base = { version, bytes: next, tensors: mean };
+  run.accepted.clear();
   const workers = stored.map((u) => u.worker);
   await commitRound(run, { state, token, claim, workers, metas, model: next, version });
 }
@@ -416,7 +429,7 @@ async function roundView(run: Run): Promise<RoundView> {
 }
 
 function createAggregator(deps: AggregatorDeps): Aggregator {
-  const run: Run = { deps };
+  const run: Run = { deps, accepted: new Map() };
   return {
     start: () => start(run),
     offer: (update) => offer(run, update),

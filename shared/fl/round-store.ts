@@ -102,8 +102,11 @@ interface RoundStore {
     nowMs: number;
   }): Promise<OfferOutcome>;
   claim(round: number, token: string, nowMs: number, leaseMs: number): Promise<ClaimOutcome>;
-  /** The open (or claimed) round's updates, by worker name. */
-  updates(): Promise<StoredUpdate[]>;
+  /**
+   * The open (or claimed) round's updates, by worker name; the weights of the workers in
+   * `known` are not read (empty: the caller holds them already).
+   */
+  updates(known?: ReadonlySet<string>): Promise<StoredUpdate[]>;
   /** False when the claim was not this token's to commit (taken over, or committed already). */
   commit(change: Commit): Promise<boolean>;
   saveModel(version: number, bytes: Uint8Array): Promise<void>;
@@ -288,16 +291,20 @@ function plain(
     async state() {
       return parseState(new Map(Object.entries(await redis.hgetall(keys.state))));
     },
-    async updates() {
-      const stored = await redis.hgetallBuffer(keys.round);
-      return Object.keys(stored)
+    async updates(known = new Set<string>()) {
+      const workers = (await redis.hkeys(keys.round))
         .filter((field) => field.startsWith('m:'))
-        .sort()
-        .map((field) => {
-          const worker = field.slice(2);
-          const weights = stored[`w:${worker}`] ?? Buffer.alloc(0);
-          return { worker, meta: String(stored[field]), weights };
-        });
+        .map((field) => field.slice(2))
+        .sort();
+      if (workers.length === 0) return [];
+      const fieldsOf = workers.flatMap((w) => (known.has(w) ? [`m:${w}`] : [`m:${w}`, `w:${w}`]));
+      const values = await redis.hmgetBuffer(keys.round, ...fieldsOf);
+      const byField = new Map(fieldsOf.map((f, i) => [f, values[i] ?? null]));
+      return workers.map((worker) => ({
+        worker,
+        meta: String(byField.get(`m:${worker}`) ?? '{}'),
+        weights: byField.get(`w:${worker}`) ?? Buffer.alloc(0),
+      }));
     },
     async saveModel(version, bytes) {
       const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length);
