@@ -249,11 +249,19 @@ function aggregatorService(
   trainers: readonly TrainerPlan[],
   finished: boolean,
 ) {
-  const { job, settings } = planned;
+  const { job, settings, spec } = planned;
+  const placement = spec.aggregationWorker.template.spec;
   return knativeService({
     kind: 'federatedLearningJob',
     owner: job,
     name: aggregatorName(job.metadata.name),
+    // Where Sedna's template puts it (its nodeName, its nodeSelector), if it says.
+    nodeSelector: {
+      ...(placement?.nodeSelector ?? {}),
+      ...(placement?.nodeName === undefined
+        ? {}
+        : { 'kubernetes.io/hostname': placement.nodeName }),
+    },
     labels: {
       [federatedLabels.job]: job.metadata.name,
       [federatedLabels.worker]: aggregatorWorker,

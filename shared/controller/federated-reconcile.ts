@@ -332,6 +332,12 @@ function published(
   const latest = { version: progress.version, sha256: progress.sha };
   if (context.desired.spec.modelUpdate === 'OnCompletion')
     return finished && progress.status === 'done' ? latest : undefined;
+  // OnImprovement: the latest version, once it is the most accurate so far (the store gives the
+  // latest version's digest; an older best one was published when it was the latest).
+  const accuracies = progress.history.map((r) => r.accuracy ?? -1);
+  const best = Math.max(...accuracies);
+  const newest = progress.history[0];
+  if (newest === undefined || (newest.accuracy ?? -1) < best) return undefined;
   return latest;
 }
 
@@ -431,7 +437,14 @@ function reconcileFederated(
 ): FederatedAction[] {
   if (!desired.valid) return invalidJob(observed, desired, now, options);
   const progress = observed.progress;
-  const finished = progress?.status === 'done' || progress?.status === 'failed';
+  // Ended: the store says so, or every trainer has failed for good (as the registration sees it).
+  const stopped = desired.trainers.filter(
+    (t) => observed.job.status?.workers?.[t.name]?.outcome === 'Permanent',
+  );
+  const finished =
+    progress?.status === 'done' ||
+    progress?.status === 'failed' ||
+    (desired.trainers.length > 0 && stopped.length === desired.trainers.length);
   const context: Context = {
     observed,
     desired,

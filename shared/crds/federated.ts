@@ -128,7 +128,7 @@ const roundPolicy = z
       .boolean()
       .default(true)
       .describe(
-        'true (default): a round closes at its deadline with whoever answered, if at least minParticipants did. false: a round that misses its quorum fails the job.',
+        'true (default): a round that misses its quorum closes at its deadline with whoever answered (one or more; with none it opens again). false: a round that misses its quorum fails the job.',
       ),
   })
   .prefault({})
@@ -285,6 +285,12 @@ const federatedLearningJobSpec = z
       ),
   })
   .superRefine((spec, ctx) => {
+    if (spec.stopCondition.targetAccuracy !== undefined && spec.evaluationDataset === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        message: 'targetAccuracy needs an evaluationDataset: accuracy is measured on it',
+        path: ['stopCondition', 'targetAccuracy'],
+      });
     const firstUse = new Map<string, number>();
     spec.trainingWorkers.forEach((worker, i) => {
       const earlier = firstUse.get(worker.dataset.name);

@@ -8,9 +8,8 @@
  * Answers to an update: 202 accepted, 200 already counted (a resend), 409 refused with the
  * reason (late, closed, stale-base, not-selected, finished, future), 400/401/403/413 as usual.
  */
-import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { ForbiddenError, PayloadTooLargeError, ValidationError } from '../errors/index.js';
+import { ForbiddenError, ValidationError } from '../errors/index.js';
 import { eventTypes } from '../events/index.js';
 import { defineFunction, onEvent, onRequest } from '../http/index.js';
 import type { Answer, FunctionDefinition, ReadinessCheck } from '../http/index.js';
@@ -30,7 +29,6 @@ interface AggregatorDefinitionDeps {
   tokens: ReadonlyMap<string, Buffer>;
   maxUpdateBytes: number;
   readiness: readonly ReadinessCheck[];
-  fetch?: typeof fetch;
 }
 
 type Headers = Readonly<Record<string, string | string[] | undefined>>;
@@ -57,38 +55,6 @@ async function authenticate(
   });
   if (node !== trainer.node)
     throw new ForbiddenError(`trainer ${worker} runs on node ${trainer.node}, not ${node}`);
-}
-
-/** The update's weights: the event's data, or fetched from the URL it names (size-capped). */
-async function weightsOf(
-  deps: AggregatorDefinitionDeps,
-  data: Uint8Array | undefined,
-  attrs: z.output<typeof flUpdateAttributes>,
-): Promise<Uint8Array> {
-  if (attrs.flweightsurl === undefined) {
-    if (data === undefined || data.length === 0)
-      throw new ValidationError('data: the update carries no weights (nor an flweightsurl)');
-    return data;
-  }
-  if (attrs.flweightssha256 === undefined)
-    throw new ValidationError('flweightssha256: required with flweightsurl');
-  const response = await (deps.fetch ?? fetch)(attrs.flweightsurl, {
-    signal: AbortSignal.timeout(60_000),
-  });
-  if (!response.ok)
-    throw new ValidationError(`flweightsurl: ${attrs.flweightsurl} answered ${response.status}`);
-  const length = Number(response.headers.get('content-length') ?? 0);
-  if (length > deps.maxUpdateBytes)
-    throw new PayloadTooLargeError(`flweightsurl: ${length} bytes, at most ${deps.maxUpdateBytes}`);
-  const bytes = new Uint8Array(await response.arrayBuffer());
-  if (bytes.length > deps.maxUpdateBytes)
-    throw new PayloadTooLargeError(`flweightsurl: more than ${deps.maxUpdateBytes} bytes`);
-  const digest = createHash('sha256').update(bytes).digest('hex');
-  if (digest !== attrs.flweightssha256)
-    throw new ValidationError(
-      `flweightsurl: sha256 ${digest}, the event says ${attrs.flweightssha256}`,
-    );
-  return bytes;
 }
 
 function answerOffer(outcome: OfferOutcome): Answer {
@@ -122,7 +88,9 @@ function updateRoute(deps: AggregatorDefinitionDeps) {
           `fljob: this aggregator runs ${deps.config.job}, not ${attrs.fljob}`,
         );
       await authenticate(deps, ctx.headers, attrs.flworker);
-      const weights = await weightsOf(deps, data, attrs);
+      if (data === undefined || data.length === 0)
+        throw new ValidationError('data: the update carries no weights');
+      const weights = data;
       const outcome = await deps.aggregator.offer({
         worker: attrs.flworker,
         round: attrs.flround,

@@ -6,6 +6,7 @@
  */
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { UnavailableError } from '../errors/index.js';
 import { createEventSink, eventTypes } from '../events/index.js';
 import { loadModelBytes } from '../inference/model-source.js';
 import type { RedisClient } from '../redis/index.js';
@@ -109,8 +110,11 @@ async function createAggregatorRuntime(options: {
         started = true;
       },
       (err: unknown) => {
-        log.error({ err }, 'the job could not start; trying again in 5 s');
-        timers.schedule(Date.now() + 5000, start);
+        // Redis still connecting is the usual cause at start: said in one line, tried again soon.
+        const unavailable = err instanceof UnavailableError;
+        if (unavailable) log.warn({ reason: err.message }, 'the job waits for Redis; trying again');
+        else log.error({ err }, 'the job could not start; trying again in 5 s');
+        timers.schedule(Date.now() + (unavailable ? 500 : 5000), start);
       },
     );
   };

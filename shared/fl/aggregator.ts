@@ -423,7 +423,8 @@ async function roundView(run: Run): Promise<RoundView> {
     selected: state.selected,
     submitted: await store.submitted(),
     deadline: new Date(state.deadlineMs).toISOString(),
-    model: { url: modelUrl(run, state.base), sha256: state.sha },
+    // The latest version: the one the open round trains from, or the job's last once it ended.
+    model: { url: modelUrl(run, state.version), sha256: state.sha },
     training: config.training,
   };
 }

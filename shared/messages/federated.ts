@@ -128,12 +128,6 @@ const flUpdateAttributes = z.object({
   flsamples: decimal.pipe(z.number().min(1)),
   flloss: z.string().transform(Number).pipe(z.number().min(0).finite()).optional(),
   fltrainms: decimal.optional(),
-  /** The weights are at this URL instead of in the event (a model too large for one). */
-  flweightsurl: httpUrl.optional(),
-  flweightssha256: z
-    .string()
-    .regex(/^[0-9a-f]{64}$/)
-    .optional(),
 });
 
 /** A trainer that could not train: the job's restart policy judges its exit code. */
