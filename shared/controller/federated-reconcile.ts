@@ -16,8 +16,7 @@ import { serviceReadiness, workerDrift } from './drift.js';
 import type { Readiness } from './drift.js';
 import { aggregatorWorker } from './federated-desired.js';
 import type { FederatedDesired, FederatedObject, TrainerPlan } from './federated-desired.js';
-import { serviceAnnotations } from './knative-service.js';
-import { judgeWorker, restartRolledOut } from './restart.js';
+import { judgeWorker, restartRolledOut, withRestart } from './restart.js';
 
 type WorkerStatus = NonNullable<FederatedLearningJobStatus['workers']>[string];
 
@@ -97,17 +96,6 @@ function trainerStatus(
           reportTime: new Date(failure.atMs).toISOString(),
         }),
   };
-}
-
-/** The trainer Service as desired, carrying the restart annotation when a restart is recorded. */
-function withRestart(service: KubeObject, status: WorkerStatus): KubeObject {
-  if (status.restartedAt === undefined) return service;
-  const wanted = structuredClone(service);
-  const template = (
-    wanted['spec'] as { template: { metadata: { annotations: Record<string, string> } } }
-  ).template;
-  template.metadata.annotations[serviceAnnotations.restartedAt] = status.restartedAt;
-  return wanted;
 }
 
 /** The create or update that makes the stored Service the wanted one, if anything differs. */

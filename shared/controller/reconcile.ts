@@ -13,10 +13,9 @@ import type { Action as EngineAction, DecideOptions, EventAction } from './actio
 import { findCondition, mergeConditions, transitionEvents } from './conditions.js';
 import type { ConditionState } from './conditions.js';
 import type { Desired } from './desired.js';
-import { describeReport, judgeWorker, restartRolledOut } from './restart.js';
+import { describeReport, judgeWorker, restartRolledOut, withRestart } from './restart.js';
 import { serviceReadiness, workerDrift } from './drift.js';
 import type { Readiness } from './drift.js';
-import { serviceAnnotations as annotations } from './knative-service.js';
 import { roles, workerName } from './types.js';
 import type { Role, ServiceObject, WorkerStatus } from './types.js';
 
@@ -279,22 +278,6 @@ interface WorkerPlan {
   events: Action[];
 }
 
-/** The worker Service as desired, carrying the restart annotation when a restart is recorded. */
-function wantedWorker(
-  workers: Record<Role, KubeObject>,
-  role: Role,
-  status: WorkerStatus,
-): KubeObject {
-  const wanted = structuredClone(workers[role]);
-  if (status.restartedAt !== undefined) {
-    const template = (
-      wanted['spec'] as { template: { metadata: { annotations: Record<string, string> } } }
-    ).template;
-    template.metadata.annotations[annotations.restartedAt] = status.restartedAt;
-  }
-  return wanted;
-}
-
 /**
  * The create or update that makes a role's stored worker Service the wanted one, with its event,
  * and whether it starts a rollout (a worker created, or whose spec changes, is not rolled out).
@@ -366,7 +349,7 @@ function planWorker(
   if (!desired.valid || view.permanent || view.completed || taken) return { status, view, events };
   const change = workerWrite(
     role,
-    wantedWorker(desired.workers, role, status),
+    withRestart(desired.workers[role], status),
     stored,
     previous,
     generation,

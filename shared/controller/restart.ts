@@ -178,5 +178,16 @@ function restartRolledOut(status: WorkerStatus, stored: KubeObject | undefined):
   );
 }
 
-export { restartDecision, judgeWorker, describeReport, restartRolledOut };
+/** `service` as desired, carrying the restart annotation when a restart is recorded. */
+function withRestart(service: KubeObject, status: WorkerStatus): KubeObject {
+  if (status.restartedAt === undefined) return service;
+  const wanted = structuredClone(service);
+  const template = (
+    wanted['spec'] as { template: { metadata: { annotations: Record<string, string> } } }
+  ).template;
+  template.metadata.annotations[serviceAnnotations.restartedAt] = status.restartedAt;
+  return wanted;
+}
+
+export { restartDecision, judgeWorker, describeReport, restartRolledOut, withRestart };
 export type { RestartPolicy, RestartDecision, Policy, WorkerStatus };
