@@ -7,9 +7,13 @@
  * back into the resource's status, a deleted worker comes back (self-healing), a spec update
  * rolls out, the aset-scheduler binds a stream, and deleting the resource removes its workers.
  * Then an ML graph (demo-graph.ts): a router that learns from rewards which model answers better.
+ * Then federated learning (demo-federated.ts): the sample FederatedLearningJob's trainers on three
+ * edge nodes, one killed mid-round, and its model rolled out to a JointInferenceService.
  */
 import type { KubeObject } from '../shared/k8s/index.js';
 import { detectCanvases } from './demo-detection.js';
+import { federatedDemo } from './demo-federated.js';
+import type { FederatedFigures } from './demo-federated.js';
 import { graphDemo } from './demo-graph.js';
 import type { GraphFigures } from './demo-graph.js';
 import type { DetectionFigures } from './demo-detection.js';
@@ -36,6 +40,8 @@ interface DemoResult extends DetectionFigures {
   updated: DetectionFigures;
   /** The ML graph: the router's share of the cloud model before and after the rewards. */
   graph: GraphFigures;
+  /** Federated learning: its rounds, the trainer killed, the model published and served. */
+  federated: FederatedFigures;
   seconds: number;
 }
 
@@ -287,12 +293,14 @@ async function runDemo(options: DemoOptions): Promise<DemoResult> {
     await bindStream(at);
     await cascade(at);
     const graph = await graphDemo(at, options.root, options.graphRequests ?? 1_000);
+    const federated = await federatedDemo(at, options.root);
     return {
       miner,
       ...figures,
       reported: counters,
       updated,
       graph,
+      federated,
       seconds: (Date.now() - started) / 1000,
     };
   } finally {

@@ -36,6 +36,8 @@ interface LocalStack {
   /** The private redis-server's process, when the stack started one. */
   readonly redisPid: number | undefined;
   readonly serving: ServingSupervisor;
+  /** Where the kubeconfig is (and, with keepState, Redis's data): the caller's or a temporary one. */
+  readonly stateDir: string;
   /** The stable URL of a Knative Service (its route), once a revision is ready. */
   urlOf(namespace: string, name: string): string | undefined;
   close(): Promise<void>;
@@ -137,28 +139,82 @@ function ready(object: KubeObject | undefined): boolean {
   return conditions?.some((c) => c['type'] === 'Ready' && c['status'] === 'True') ?? false;
 }
 
+type EnvEntry = Record<string, unknown> & { name?: string; value?: string };
+
+function containersOf(service: KubeObject): Array<{ env?: EnvEntry[] }> {
+  return (service['spec'] as { template: { spec: { containers: Array<{ env?: EnvEntry[] }> } } })
+    .template.spec.containers;
+}
+
+/** The env entry named `name` of any of the Service's containers. */
+function envEntry(service: KubeObject, name: string): EnvEntry | undefined {
+  return containersOf(service)
+    .flatMap((c) => c.env ?? [])
+    .find((v) => v.name === name);
+}
+
 /**
- * The control plane's Services as the manifests give them, with the one change a user makes on
- * a cluster (docs/deploying.md, step 5): where edge workers report, here the cluster-internal
- * name, which the supervisor routes to the local upstream-status.
+ * The local Broker's ingress for a cluster Broker URL (`http://broker-ingress.<...>/<ns>/<name>`):
+ * the same Broker on the development one, edgeai-system/default unless the URL names another.
  */
-function controlPlane(root: URL): KubeObject[] {
-  const services = documents(yamlFiles(new URL('knative/services/', root)), 'Service');
+function localBrokerUrl(value: string | undefined, brokerUrl: string): string {
+  const named = /^https?:\/\/[^/]+\/([a-z0-9-]+)\/([a-z0-9-]+)\/?$/.exec(value ?? '');
+  return named === null ? brokerUrl : new URL(`../${named[1]}/${named[2]}`, brokerUrl).href;
+}
+
+/**
+ * The control plane's Services as the manifests give them, with the changes a user makes on a
+ * cluster (docs/deploying.md, step 5): where edge workers report and where the Broker is, here
+ * the cluster-internal upstream-status (which the supervisor routes to the local one) and the
+ * local Broker (BROKER_URL: federated aggregators announce their rounds there). Locally Redis has
+ * one user (the default, no password): REDIS_USERNAME goes. Changes `services` in place.
+ */
+function controlPlane(services: readonly KubeObject[], brokerUrl: string): void {
   for (const service of services) {
-    const containers = (
-      service['spec'] as {
-        template: { spec: { containers: Array<{ env?: Array<Record<string, unknown>> }> } };
-      }
-    ).template.spec.containers;
-    for (const container of containers) {
-      for (const variable of container.env ?? []) {
-        if (variable['name'] === 'UPSTREAM_STATUS_URL') {
-          variable['value'] = `http://upstream-status.${namespace}.svc.cluster.local`;
-        }
+    // One Redis user, the default one: the manifests' ACL users (REDIS_USERNAME) are the
+    // cluster's Redis's (knative/redis/statefulset.yaml).
+    for (const container of containersOf(service))
+      if (container.env !== undefined)
+        container.env = container.env.filter((v) => v.name !== 'REDIS_USERNAME');
+    for (const variable of containersOf(service).flatMap((c) => c.env ?? [])) {
+      if (variable.name === 'UPSTREAM_STATUS_URL') {
+        variable.value = `http://upstream-status.${namespace}.svc.cluster.local`;
+      } else if (variable.name === 'BROKER_URL') {
+        variable.value = localBrokerUrl(variable.value, brokerUrl);
       }
     }
   }
-  return services;
+}
+
+/**
+ * The Secrets the control plane's Redis passwords come from (REDIS_*PASSWORD secretKeyRefs), by
+ * name, with the keys they read: the local Redis has no password, so each holds an empty one.
+ */
+function redisPasswordSecrets(services: readonly KubeObject[]): Map<string, Set<string>> {
+  const secrets = new Map<string, Set<string>>([['edgeai-redis-auth', new Set(['password'])]]);
+  for (const variable of services.flatMap((s) => containersOf(s).flatMap((c) => c.env ?? []))) {
+    const ref = (variable['valueFrom'] as { secretKeyRef?: { name: string; key: string } })
+      ?.secretKeyRef;
+    if (ref === undefined || !/^REDIS_\w*PASSWORD$/.test(variable.name ?? '')) continue;
+    const keys = secrets.get(ref.name) ?? new Set<string>();
+    secrets.set(ref.name, keys.add(ref.key));
+  }
+  return secrets;
+}
+
+/**
+ * The Secrets reconcile-tick gives workers as environment (WORKER_SECRET, GRAPH_SECRET,
+ * FL_SECRET; edgeai-worker, edgeai-mlgraph and edgeai-fl when the manifest names none):
+ * locally each holds REDIS_URL, one Redis user for all.
+ */
+function workerSecrets(services: readonly KubeObject[]): string[] {
+  const tick = services.find((s) => envEntry(s, 'FUNCTION_TARGET')?.value === 'reconcile-tick');
+  const named = ['WORKER_SECRET', 'GRAPH_SECRET', 'FL_SECRET'].map((name) =>
+    tick === undefined ? undefined : envEntry(tick, name)?.value,
+  );
+  return [...new Set(['edgeai-worker', 'edgeai-mlgraph', 'edgeai-fl', ...named])].filter(
+    (name): name is string => name !== undefined && name !== '',
+  );
 }
 
 /** Creates `body`, or merges it into the object of that name when one exists (a snapshot's). */
@@ -224,41 +280,49 @@ function checkManifests(root: URL): void {
   }
 }
 
+/** The local "cluster"'s Nodes: edge nodes for workers and trainers, and the cloud one. */
+const nodes = ['edge0', 'edge1', 'edge2', 'solar-corona-cloud'] as const;
+
+/** A Node as a kubelet registers it, Ready (kubectl get nodes shows it so). */
+async function registerNode(kube: Kube, node: string): Promise<void> {
+  await apply(kube, 'node', undefined, {
+    metadata: { name: node, labels: { 'kubernetes.io/hostname': node } },
+  });
+  const now = new Date().toISOString();
+  await kube.patchStatus(
+    { kind: 'node', name: node },
+    {
+      status: {
+        conditions: [
+          {
+            type: 'Ready',
+            status: 'True',
+            reason: 'EdgeaiLocal',
+            message: 'a node of the embedded local stack',
+            lastHeartbeatTime: now,
+            lastTransitionTime: now,
+          },
+        ],
+        nodeInfo: { kubeletVersion: 'edgeai-local' },
+      },
+    },
+  );
+}
+
 /**
- * The local "cluster": Nodes edge0 and solar-corona-cloud with their report tokens (the edge
- * worker signs its reports with its node's token; upstream-status checks it) and, in each of
- * `namespaces`, reconcile-tick's WORKER_SECRET and GRAPH_SECRET (what every worker and graph
- * Service gets as environment).
+ * The local "cluster": the Nodes with their tokens (an edge worker signs its reports with its
+ * node's token, which upstream-status checks; a federated trainer its updates, which the
+ * aggregator checks) and, in each of `namespaces`, the Secrets reconcile-tick gives workers as
+ * environment (`secrets`: WORKER_SECRET, GRAPH_SECRET, FL_SECRET).
  */
 async function prepareCluster(
   kube: Kube,
   redisUrl: string,
   namespaces: readonly string[],
+  secrets: readonly string[],
 ): Promise<void> {
-  for (const node of ['edge0', 'solar-corona-cloud']) {
-    await apply(kube, 'node', undefined, {
-      metadata: { name: node, labels: { 'kubernetes.io/hostname': node } },
-    });
-    // What a kubelet would report: the node is Ready (kubectl get nodes shows it so).
-    const now = new Date().toISOString();
-    await kube.patchStatus(
-      { kind: 'node', name: node },
-      {
-        status: {
-          conditions: [
-            {
-              type: 'Ready',
-              status: 'True',
-              reason: 'EdgeaiLocal',
-              message: 'a node of the embedded local stack',
-              lastHeartbeatTime: now,
-              lastTransitionTime: now,
-            },
-          ],
-          nodeInfo: { kubeletVersion: 'edgeai-local' },
-        },
-      },
-    );
+  for (const node of nodes) {
+    await registerNode(kube, node);
     const token = randomBytes(24).toString('base64url');
     for (const ns of new Set([...namespaces, namespace])) {
       await apply(kube, 'secret', ns, {
@@ -267,9 +331,9 @@ async function prepareCluster(
       });
     }
   }
-  // reconcile-tick's WORKER_SECRET and GRAPH_SECRET; locally one Redis user for all.
+  // Locally one Redis user for all.
   for (const ns of namespaces) {
-    for (const name of ['edgeai-worker', 'edgeai-mlgraph']) {
+    for (const name of secrets) {
       await apply(kube, 'secret', ns, {
         metadata: { name, namespace: ns },
         stringData: { REDIS_URL: redisUrl },
@@ -386,9 +450,9 @@ async function applyControlPlane(
   options: LocalStackOptions,
   kube: Kube,
   serving: ServingSupervisor,
+  services: readonly KubeObject[],
 ): Promise<void> {
   const say = options.say ?? (() => {});
-  const services = controlPlane(options.root);
   for (const service of services) await apply(kube, 'knativeService', namespace, service);
   for (const service of services) {
     const ref = { kind: 'knativeService' as const, namespace, name: service.metadata.name ?? '' };
@@ -421,11 +485,14 @@ async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> 
     const api = await startApi(options, stateDir, closers);
     say(`api server     ${api.url} (KUBECONFIG=${api.kubeconfigFile})`);
 
-    // The local Redis has no password: the Secret the manifests read holds an empty one.
-    await apply(api.kube, 'secret', namespace, {
-      metadata: { name: 'edgeai-redis-auth', namespace },
-      stringData: { password: '' },
-    });
+    // The local Redis has no password: the Secrets the manifests read it from hold empty ones.
+    const services = documents(yamlFiles(new URL('knative/services/', options.root)), 'Service');
+    for (const [name, keys] of redisPasswordSecrets(services)) {
+      await apply(api.kube, 'secret', namespace, {
+        metadata: { name, namespace },
+        stringData: Object.fromEntries([...keys].map((key) => [key, ''])),
+      });
+    }
 
     const root = fileURLToPath(options.root);
     const serving = createServingSupervisor({
@@ -450,8 +517,14 @@ async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> 
 
     const brokerUrl = await startEventing(options, api, serving, closers);
     say(`broker         ${brokerUrl}`);
-    await applyControlPlane(options, api.kube, serving);
-    await prepareCluster(api.kube, redis.url, options.workerNamespaces ?? ['default']);
+    controlPlane(services, brokerUrl);
+    await applyControlPlane(options, api.kube, serving, services);
+    await prepareCluster(
+      api.kube,
+      redis.url,
+      options.workerNamespaces ?? ['default'],
+      workerSecrets(services),
+    );
     return {
       kube: api.kube,
       apiUrl: api.url,
@@ -461,6 +534,7 @@ async function startLocalStack(options: LocalStackOptions): Promise<LocalStack> 
       redisUrl: redis.url,
       redisPid: redis.pid,
       serving,
+      stateDir,
       urlOf: (ns, name) => serving.urlOf(ns, name),
       close: closers.close,
     };

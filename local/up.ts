@@ -24,6 +24,7 @@ import { stringify } from 'yaml';
 import { buildCanvases, canvasSize } from '../shared/training/detection-data.js';
 import { loadMnist } from '../shared/training/data.js';
 import { Store, servedTypes } from './apiserver/index.js';
+import { writeFederatedStarter } from './federated-files.js';
 import { startLocalStack } from './stack.js';
 import type { LocalStack, LocalStackOptions } from './stack.js';
 import type { LogSource, ServingSupervisor } from './serving/index.js';
@@ -178,6 +179,7 @@ async function runLocal(options: UpOptions): Promise<void> {
   const saver = keep ? setInterval(() => saveStore(store, dir), snapshotEveryMs) : undefined;
   try {
     const starter = writeStarterFiles(options.root, dir);
+    const federated = writeFederatedStarter(options.root, dir);
     const root = fileURLToPath(options.root);
     say('');
     say(
@@ -194,7 +196,9 @@ async function runLocal(options: UpOptions): Promise<void> {
     say(
       `  models      ${readdirSync(join(root, 'models')).filter((f) => f.endsWith('.onnx')).length} ONNX models under file://${join(root, 'models')}/`,
     );
-    say('  nodes       edge0, solar-corona-cloud (with report tokens); namespace default');
+    say(
+      '  nodes       edge0, edge1, edge2, solar-corona-cloud (with node tokens); namespace default',
+    );
     say('Try the seed sample:');
     say(`  kubectl apply -f ${starter.models}`);
     say('  kubectl apply -f knative/samples/helmet-detection-demo.yaml');
@@ -202,6 +206,11 @@ async function runLocal(options: UpOptions): Promise<void> {
     say(
       `  curl -s <the edge URL below>/v2/models/small-model/infer -H 'content-type: application/json' -d @${starter.request}`,
     );
+    say(
+      `Try federated learning (knative/samples/federated-digits.yaml, its Datasets under ${federated.dir}/):`,
+    );
+    say(`  kubectl apply -f ${federated.manifest}`);
+    say('  kubectl get fl -w');
     say('');
     const stopWatching = watchServices(stack.serving, say);
     await new Promise<void>((resolve) => {

@@ -2,6 +2,7 @@
  * What one development broker's ingress and deliveries share: its Brokers and Triggers by key,
  * its counters, the signal that stops it and the deliveries in flight (see broker.ts).
  */
+import { setMaxListeners } from 'node:events';
 import type { BrokerCounters, BrokerRecord, DevBrokerOptions } from './broker.js';
 import type { BrokerSpec, TriggerSpec } from './manifests.js';
 
@@ -32,6 +33,9 @@ function createBrokerState(options: DevBrokerOptions): BrokerState {
     const key = `${t.namespace}/${t.broker}`;
     triggersOf.set(key, [...(triggersOf.get(key) ?? []), t]);
   }
+  // Every attempt in flight listens to it (a burst of events is many at once): no leak warning.
+  const stopping = new AbortController();
+  setMaxListeners(0, stopping.signal);
   return {
     options,
     requestTimeoutMs: options.requestTimeoutMs ?? 30_000,
@@ -54,7 +58,7 @@ function createBrokerState(options: DevBrokerOptions): BrokerState {
         closed: 0,
       },
     },
-    stopping: new AbortController(),
+    stopping,
     inflight: new Set(),
   };
 }

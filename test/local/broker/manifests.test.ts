@@ -45,6 +45,7 @@ describe('loadEventing', () => {
       'downstream-sync-update',
       'reconcile-tick-add',
       'reconcile-tick-delete',
+      'reconcile-tick-fl-round-completed',
       'reconcile-tick-ping',
       'reconcile-tick-update',
       'upstream-status-reported',
