@@ -189,6 +189,28 @@ interface Engine {
   log: Logger;
   attempts: number;
   concurrency: number;
+  /** The pass under way for each resource (`<kind>/<namespace>/<name>`), the next queued on it. */
+  running: Map<string, Promise<unknown>>;
+}
+
+/**
+ * Runs `pass` once the passes already under way for the same resource have ended: events,
+ * ticks and round announcements for one resource arrive together, and passes decided side by
+ * side would each make the same writes and tell the same events.
+ */
+async function oneAtATime<T>(engine: Engine, key: string, pass: () => Promise<T>): Promise<T> {
+  const before = engine.running.get(key) ?? Promise.resolve();
+  const mine = before.then(pass, pass);
+  const settled = mine.then(
+    () => undefined,
+    () => undefined,
+  );
+  engine.running.set(key, settled);
+  try {
+    return await mine;
+  } finally {
+    if (engine.running.get(key) === settled) engine.running.delete(key);
+  }
 }
 
 const emptyReport = (objects: number): PassReport => ({
@@ -200,6 +222,18 @@ const emptyReport = (objects: number): PassReport => ({
 
 /** Passes over one resource from fresh reads until one meets no conflict (or attempts run out). */
 async function fresh(
+  engine: Engine,
+  kind: Registration,
+  namespace: string,
+  name: string,
+  report: PassReport,
+): Promise<void> {
+  await oneAtATime(engine, `${kind.kind}/${namespace}/${name}`, () =>
+    passes(engine, kind, namespace, name, report),
+  );
+}
+
+async function passes(
   engine: Engine,
   kind: Registration,
   namespace: string,
@@ -260,7 +294,8 @@ async function tickKind(
       const { namespace = '', name } = owner.metadata;
       try {
         const listed = grouped.get(`${namespace}/${kindName}/${name}`) ?? new Map();
-        const result = await passOne(engine.context, owner, listed);
+        const key = `${kind.kind}/${namespace}/${name}`;
+        const result = await oneAtATime(engine, key, () => passOne(engine.context, owner, listed));
         report.writes += result.writes;
         if (!result.conflict) return;
         report.conflicts += 1;
@@ -338,6 +373,7 @@ function createController(options: ControllerOptions): Controller {
     log,
     attempts: options.attempts ?? 3,
     concurrency: options.concurrency ?? 16,
+    running: new Map(),
   };
   const registered = (kind: OwnerKind): Registration => {
     const found = kinds.find((k) => k.kind === kind);

@@ -64,6 +64,11 @@ type FederatedDesired =
       aggregatorUrl: string;
       /** The Model the job trains and, when it is done, updates. */
       model: { name: string; object: KubeObject };
+      /**
+       * Round 1's model: pinned in the status once deployed, so the job's own Model updates
+       * (which point that Model at its aggregator) do not change its aggregator.
+       */
+      initialModel: { url: string; sha256?: string | undefined };
     };
 
 type Invalid = Extract<FederatedDesired, { valid: false }>;
@@ -350,7 +355,12 @@ function desiredFederated(
   const active = trainers.filter((t) => !stopped.has(t.name));
   // With none left the job has failed (the decision says so); the config still names them.
   const inRounds = active.length > 0 ? active : trainers;
-  const config = jobConfig(planned, inRounds, initial.spec, evaluation);
+  const pinned = job.status?.initialModel;
+  const initialModel = pinned ?? {
+    url: initial.spec.url,
+    ...(initial.spec.sha256 === undefined ? {} : { sha256: initial.spec.sha256 }),
+  };
+  const config = jobConfig(planned, inRounds, initialModel, evaluation);
   return {
     valid: true,
     spec,
@@ -359,6 +369,7 @@ function desiredFederated(
     trainers,
     aggregatorUrl,
     model: { name: modelName, object: model.object },
+    initialModel,
   };
 }
 

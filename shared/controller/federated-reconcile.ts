@@ -368,6 +368,7 @@ function statusFields(
     observedGeneration: context.generation,
     phase,
     startTime: previous.startTime ?? nowIso,
+    initialModel: previous.initialModel ?? context.desired.initialModel,
     ...(phase === 'Succeeded' || phase === 'Failed'
       ? { completionTime: previous.completionTime ?? nowIso }
       : {}),
@@ -379,16 +380,16 @@ function statusFields(
       all.map((w) => [w.name, { ...w.status, state: shownState(w, finished) }]),
     ),
     history: historyOf(progress),
-    ...(progress === undefined || progress.version === 0
-      ? {}
-      : {
-          globalModel: {
-            version: progress.version,
-            url: `${context.desired.aggregatorUrl}/v1/models/${progress.version}`,
-            sha256: progress.sha,
-          },
-        }),
+    ...globalModel(context),
   };
+}
+
+/** The latest model the job made, once it has made one. */
+function globalModel(context: Context): Pick<FederatedLearningJobStatus, 'globalModel'> {
+  const progress = context.observed.progress;
+  if (progress === undefined || progress.version === 0) return {};
+  const url = `${context.desired.aggregatorUrl}/v1/models/${progress.version}`;
+  return { globalModel: { version: progress.version, url, sha256: progress.sha } };
 }
 
 /** An invalid job changes nothing: its Services keep what they run; the status says why. */

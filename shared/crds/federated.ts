@@ -400,6 +400,12 @@ const federatedLearningJobStatus = z.object({
     .max(maxHistory)
     .optional()
     .describe(`The last ${maxHistory} rounds, oldest first.`),
+  initialModel: z
+    .object({ url: modelSpec.shape.url, sha256: z.string().optional() })
+    .optional()
+    .describe(
+      'The model round 1 trains from, pinned when the job first deploys: the job later points its own Model at the models it makes.',
+    ),
   globalModel: z
     .object({
       version: count.describe('The round that produced it; 0 for the initial model.'),

@@ -339,6 +339,14 @@ describe('the FederatedLearningJob controller against the development API server
     ).toBeUndefined();
     await controller.reconcileUsers('model', ns, 'digits-fl');
     expect(envOf(await service('helmet-detection-demo-edge'))).toMatchObject({ MODEL_URL: url });
+    // The job's own Model update does not reach its aggregator: round 1's model stays pinned.
+    const aggregator = flJobConfig.parse(
+      JSON.parse(envOf(await service('digits-aggregator'))['FL_JOB_CONFIG'] ?? ''),
+    );
+    expect(aggregator.initialModel.url).toBe('file:///var/lib/edgeai/models/edge.onnx');
+    expect((await job()).status?.['initialModel']).toMatchObject({
+      url: 'file:///var/lib/edgeai/models/edge.onnx',
+    });
     expect(await events()).toEqual(
       expect.arrayContaining(['ModelUpdated', 'StopConditionMet', 'TrainerCleaned']),
     );
