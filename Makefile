@@ -4,7 +4,8 @@
 
 test: deps redis-server kubectl typecheck lint unit integration
 
-# The seed's JointInferenceService on the embedded local stack (no cluster): docs/local-stack.md.
+# The seed's JointInferenceService, an ML graph and a federated job on the embedded local stack
+# (no cluster): docs/local-stack.md.
 demo: deps redis-server
 	npm run -s demo
 
