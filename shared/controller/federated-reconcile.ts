@@ -8,6 +8,7 @@
  */
 import type { FederatedLearningJobStatus } from '../crds/index.js';
 import type { KubeObject } from '../k8s/index.js';
+import type { RoundSummary } from '../messages/federated.js';
 import { changedFields, event, statusAction } from './actions.js';
 import type { Action, DecideOptions, EventAction } from './actions.js';
 import { mergeConditions, transitionEvents } from './conditions.js';
@@ -20,17 +21,8 @@ import { judgeWorker, restartRolledOut, withRestart } from './restart.js';
 
 type WorkerStatus = NonNullable<FederatedLearningJobStatus['workers']>[string];
 
-/** A round as the aggregator recorded it (shared/fl's RoundSummary). */
-interface RoundRecord {
-  round: number;
-  version: number;
-  participants: number;
-  stragglers: string[];
-  closedBy: 'all' | 'quorum' | 'deadline';
-  durationMs: number;
-  loss?: number;
-  accuracy?: number;
-}
+/** A round as the aggregator recorded it. */
+type RoundRecord = RoundSummary;
 
 /** What the round store says of a job (read through the FederatedProgress port). */
 interface JobProgress {

@@ -11,7 +11,12 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { UnavailableError, ValidationError } from '../errors/index.js';
-import type { FlJobConfig, RoundStarted, TrainerFailed } from '../messages/federated.js';
+import type {
+  FlJobConfig,
+  RoundStarted,
+  RoundSummary,
+  TrainerFailed,
+} from '../messages/federated.js';
 import type { Logger } from '../telemetry/index.js';
 import { onnxLayers, readInitializers, replaceInitializers } from '../training/onnx-export.js';
 import { checkUpdate, fedAvg } from './fedavg.js';
@@ -25,20 +30,6 @@ interface UpdateMeta {
   samples: number;
   loss?: number;
   trainMs?: number;
-}
-
-/** One round's line in the job's history (status.history). */
-interface RoundSummary {
-  round: number;
-  version: number;
-  participants: number;
-  stragglers: string[];
-  closedBy: 'all' | 'quorum' | 'deadline';
-  durationMs: number;
-  /** Slowest participant's own training time. */
-  slowestTrainMs?: number;
-  loss?: number;
-  accuracy?: number;
 }
 
 interface AggregatorDeps {
@@ -452,4 +443,4 @@ function createAggregator(deps: AggregatorDeps): Aggregator {
 }
 
 export { createAggregator, stopReason };
-export type { Aggregator, AggregatorDeps, RoundSummary, RoundView, UpdateMeta };
+export type { Aggregator, AggregatorDeps, RoundView, UpdateMeta };

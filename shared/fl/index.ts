@@ -37,7 +37,7 @@ export { createTrainer, exitCodes, RoundFailure } from './trainer.js';
 export type { Trainer, TrainerDeps, RoundResult, RoundAnswer } from './trainer.js';
 export { flTrainerDefinition } from './trainer-definition.js';
 export { createAggregator, stopReason } from './aggregator.js';
-export type { Aggregator, AggregatorDeps, RoundSummary, RoundView } from './aggregator.js';
+export type { Aggregator, AggregatorDeps, RoundView } from './aggregator.js';
 export { loadAggregatorConfig } from './aggregator-config.js';
 export type { AggregatorConfig } from './aggregator-config.js';
 export { createAggregatorRuntime } from './aggregator-runtime.js';

@@ -2,8 +2,8 @@
  * A job's rounds as the control plane reads them: the round store's state, history and worker
  * records, in the shape reconcile-tick's FederatedProgress port takes. Read-only.
  */
+import { roundSummary } from '../messages/federated.js';
 import type { RedisClient } from '../redis/index.js';
-import type { RoundSummary } from './aggregator.js';
 import { createRoundStore } from './round-store.js';
 
 /** What reconcile-tick shows of a job: its status, latest model, history and workers. */
@@ -20,7 +20,7 @@ async function readProgress(redis: RedisClient, job: string) {
     ...(state.message === undefined ? {} : { message: state.message }),
     version: state.version,
     sha: state.sha,
-    history: history.map((line) => JSON.parse(line) as RoundSummary),
+    history: history.map((line) => roundSummary.parse(JSON.parse(line))),
     workers,
   };
 }

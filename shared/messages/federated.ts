@@ -130,6 +130,24 @@ const flUpdateAttributes = z.object({
   fltrainms: decimal.optional(),
 });
 
+/**
+ * One round as the aggregator committed it: in the round store's history (which reconcile-tick
+ * reads into the job's status) and in the round-completed event.
+ */
+const roundSummary = z.object({
+  round: z.number().int().min(1),
+  /** The model version the round made. */
+  version: z.number().int().min(1),
+  participants: z.number().int().min(0),
+  stragglers: z.array(z.string()),
+  closedBy: z.enum(['all', 'quorum', 'deadline']),
+  durationMs: z.number().min(0),
+  /** The slowest participant's own training time. */
+  slowestTrainMs: z.number().min(0).optional(),
+  loss: z.number().min(0).optional(),
+  accuracy: z.number().min(0).max(1).optional(),
+});
+
 /** A trainer that could not train: the job's restart policy judges its exit code. */
 const trainerFailed = z
   .object({
@@ -146,14 +164,16 @@ type FlTrainerEnv = z.output<typeof flTrainerEnv>;
 type RoundStarted = z.output<typeof roundStarted>;
 type FlUpdateAttributes = z.output<typeof flUpdateAttributes>;
 type TrainerFailed = z.output<typeof trainerFailed>;
+type RoundSummary = z.output<typeof roundSummary>;
 type TrainingParameters = z.output<typeof trainingParameters>;
 
-export { flJobConfig, flTrainerEnv, roundStarted, flUpdateAttributes, trainerFailed };
+export { flJobConfig, flTrainerEnv, roundStarted, flUpdateAttributes, trainerFailed, roundSummary };
 export type {
   FlJobConfig,
   FlTrainerEnv,
   RoundStarted,
   FlUpdateAttributes,
   TrainerFailed,
+  RoundSummary,
   TrainingParameters,
 };

@@ -9,12 +9,16 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ValidationError } from '../../../shared/errors/index.js';
 import { createAggregator } from '../../../shared/fl/aggregator.js';
-import type { Aggregator, AggregatorDeps, RoundSummary } from '../../../shared/fl/aggregator.js';
+import type { Aggregator, AggregatorDeps } from '../../../shared/fl/aggregator.js';
 import { createRoundStore } from '../../../shared/fl/round-store.js';
 import type { RoundStore } from '../../../shared/fl/round-store.js';
 import { encodeWeights } from '../../../shared/fl/weights.js';
 import type { Tensor } from '../../../shared/fl/weights.js';
-import type { FlJobConfig, RoundStarted } from '../../../shared/messages/federated.js';
+import type {
+  FlJobConfig,
+  RoundStarted,
+  RoundSummary,
+} from '../../../shared/messages/federated.js';
 import { seededRandom } from '../../../shared/random/index.js';
 import { Network } from '../../../shared/training/network.js';
 import { exportOnnx, readInitializers } from '../../../shared/training/onnx-export.js';
