@@ -20,9 +20,22 @@ async function readProgress(redis: RedisClient, job: string) {
     ...(state.message === undefined ? {} : { message: state.message }),
     version: state.version,
     sha: state.sha,
-    history: history.map((line) => roundSummary.parse(JSON.parse(line))),
+    // An entry that is not a round summary (a store written by hand, a future field) is left out
+    // rather than keeping the job's status from being written.
+    history: history.flatMap((line) => {
+      const parsed = roundSummary.safeParse(safeJson(line));
+      return parsed.success ? [parsed.data] : [];
+    }),
     workers,
   };
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
 }
 
 export { readProgress };

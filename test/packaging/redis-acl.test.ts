@@ -385,7 +385,14 @@ describe('the fl-aggregator and reconcile-tick Redis users of knative/redis', ()
   const keyOf = (part: string) => `fl:{fl:${job}}:${part}`;
   const t0 = 1_000_000;
   const summary = (round: number, version: number) =>
-    JSON.stringify({ round, version, participants: 2, stragglers: [], closedBy: 'quorum' });
+    JSON.stringify({
+      round,
+      version,
+      participants: 2,
+      stragglers: [],
+      closedBy: 'quorum',
+      durationMs: 1000,
+    });
 
   it("runs a job's whole round store as fl-aggregator, with exactly the commands it is granted", async () => {
     // As a restarted or failed-over Redis would: the first script call finds no script (EVAL).
