@@ -213,6 +213,10 @@ async function oneAtATime<T>(engine: Engine, key: string, pass: () => Promise<T>
   }
 }
 
+/** The key a resource's passes queue on. */
+const resourceKey = (kind: Registration, namespace: string, name: string) =>
+  `${kind.kind}/${namespace}/${name}`;
+
 const emptyReport = (objects: number): PassReport => ({
   objects,
   writes: 0,
@@ -228,7 +232,7 @@ async function fresh(
   name: string,
   report: PassReport,
 ): Promise<void> {
-  await oneAtATime(engine, `${kind.kind}/${namespace}/${name}`, () =>
+  await oneAtATime(engine, resourceKey(kind, namespace, name), () =>
     passes(engine, kind, namespace, name, report),
   );
 }
@@ -294,8 +298,9 @@ async function tickKind(
       const { namespace = '', name } = owner.metadata;
       try {
         const listed = grouped.get(`${namespace}/${kindName}/${name}`) ?? new Map();
-        const key = `${kind.kind}/${namespace}/${name}`;
-        const result = await oneAtATime(engine, key, () => passOne(engine.context, owner, listed));
+        const result = await oneAtATime(engine, resourceKey(kind, namespace, name), () =>
+          passOne(engine.context, owner, listed),
+        );
         report.writes += result.writes;
         if (!result.conflict) return;
         report.conflicts += 1;

@@ -11,6 +11,7 @@ import type { Registration } from './engine.js';
 import { desiredFederated, federatedLabels } from './federated-desired.js';
 import type { FederatedDesired, FederatedObject } from './federated-desired.js';
 import { reconcileFederated } from './federated-reconcile.js';
+import { byName, byNamespace } from './lookup.js';
 import type { JobProgress } from './federated-reconcile.js';
 import type { WorkerSettings } from './knative-service.js';
 
@@ -24,20 +25,6 @@ interface Inputs {
   datasets: ReadonlyMap<string, KubeObject>;
   models: ReadonlyMap<string, KubeObject>;
   progress: JobProgress | undefined;
-}
-
-const byName = (items: readonly KubeObject[]) =>
-  new Map(items.map((item) => [item.metadata.name, item]));
-
-function byNamespace(items: readonly KubeObject[]): Map<string, Map<string, KubeObject>> {
-  const groups = new Map<string, Map<string, KubeObject>>();
-  for (const item of items) {
-    const ns = item.metadata.namespace ?? '';
-    let group = groups.get(ns);
-    if (group === undefined) groups.set(ns, (group = new Map<string, KubeObject>()));
-    group.set(item.metadata.name, item);
-  }
-  return groups;
 }
 
 const jobId = (job: KubeObject) =>

@@ -12,6 +12,7 @@ import { defineKind } from './engine.js';
 import type { Observed, Registration } from './engine.js';
 import type { WorkerSettings } from './knative-service.js';
 import { reconcile } from './reconcile.js';
+import { byName, byNamespace } from './lookup.js';
 import { labels, roles, workerName } from './types.js';
 import type { Role, ServiceObject } from './types.js';
 
@@ -21,9 +22,6 @@ interface Inputs {
   /** The Nodes, by name (at least those its workers name or select). */
   nodes: ReadonlyMap<string, KubeObject>;
 }
-
-const byName = (items: readonly KubeObject[]) =>
-  new Map(items.map((item) => [item.metadata.name, item]));
 
 const empty = new Map<string, KubeObject>();
 
@@ -74,13 +72,7 @@ async function referencedObjects(kube: Kube, service: ServiceObject): Promise<In
 /** A tick's inputs: every Model (by namespace) and every Node, listed once. */
 async function everyModelAndNode(kube: Kube): Promise<(service: ServiceObject) => Inputs> {
   const [models, nodes] = await Promise.all([kube.list('model'), kube.list('node')]);
-  const modelsByNs = new Map<string, Map<string, KubeObject>>();
-  for (const model of models.items) {
-    const ns = model.metadata.namespace ?? '';
-    let group = modelsByNs.get(ns);
-    if (group === undefined) modelsByNs.set(ns, (group = new Map<string, KubeObject>()));
-    group.set(model.metadata.name, model);
-  }
+  const modelsByNs = byNamespace(models.items);
   const nodeMap = byName(nodes.items);
   return (service) => ({
     models: modelsByNs.get(service.metadata.namespace ?? '') ?? empty,
