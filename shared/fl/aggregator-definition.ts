@@ -178,4 +178,3 @@ function flAggregatorDefinition(deps: AggregatorDefinitionDeps): FunctionDefinit
 }
 
 export { flAggregatorDefinition };
-export type { AggregatorDefinitionDeps };

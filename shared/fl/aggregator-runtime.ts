@@ -130,4 +130,3 @@ async function createAggregatorRuntime(options: {
 }
 
 export { createAggregatorRuntime };
-export type { AggregatorRuntime };

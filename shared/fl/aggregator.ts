@@ -442,5 +442,5 @@ function createAggregator(deps: AggregatorDeps): Aggregator {
   };
 }
 
-export { createAggregator, stopReason };
-export type { Aggregator, AggregatorDeps, RoundView, UpdateMeta };
+export { createAggregator };
+export type { Aggregator, AggregatorDeps, RoundView };

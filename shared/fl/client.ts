@@ -384,4 +384,4 @@ export {
   AggregatorRejectedError,
   ModelDigestError,
 };
-export type { TrainerClient, TrainerClientOptions, UpdateToSend, UpdateOutcome, RoundStatus };
+export type { TrainerClient, TrainerClientOptions, RoundStatus };

@@ -123,4 +123,4 @@ function cachedDatasetReader(read: DatasetReader = readDataset): DatasetReader {
 }
 
 export { readDataset, datasetPath, cachedDatasetReader };
-export type { DatasetSource, DatasetReader };
+export type { DatasetReader };

@@ -227,5 +227,5 @@ function evaluate(
   return { accuracy: correct / split.n, loss: loss / split.n };
 }
 
-export { localTrain, evaluate, optimizers };
-export type { LocalTrainOptions, LocalUpdate, Evaluation, OptimizerName };
+export { localTrain, evaluate };
+export type { LocalTrainOptions, LocalUpdate, Evaluation };

@@ -77,4 +77,4 @@ function weightsOf(network: Network): Map<string, Tensor> {
   );
 }
 
-export { networkFrom, weightsOf, digitShape };
+export { networkFrom, weightsOf };

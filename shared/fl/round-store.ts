@@ -349,13 +349,4 @@ function createRoundStore(redis: RedisClient, job: string): RoundStore {
 }
 
 export { createRoundStore, refusals };
-export type {
-  RoundStore,
-  RoundState,
-  OfferOutcome,
-  ClaimOutcome,
-  Commit,
-  StoredUpdate,
-  Refusal,
-  WorkerRecord,
-};
+export type { RoundStore, RoundState, OfferOutcome, ClaimOutcome };

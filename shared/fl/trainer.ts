@@ -460,5 +460,5 @@ function createTrainer(deps: TrainerDeps): Trainer {
   return { onRound, startupPoll };
 }
 
-export { createTrainer, exitCodes, RoundFailure };
-export type { Trainer, TrainerDeps, RoundResult, RoundAnswer };
+export { createTrainer };
+export type { Trainer, RoundResult };

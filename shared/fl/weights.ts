@@ -256,4 +256,4 @@ function decodeWeights(bytes: Uint8Array, limits: DecodeLimits): Map<string, Ten
 }
 
 export { encodeWeights, decodeWeights, checkFinite };
-export type { Tensor, NamedTensors, DecodeLimits };
+export type { Tensor, NamedTensors };
