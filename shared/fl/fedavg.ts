@@ -100,5 +100,5 @@ function checkUpdate(base: NamedTensors, update: WeightUpdate): void {
   alignedValues(base, update, false);
 }
 
-export { fedAvg, checkUpdate };
+export { fedAvg, checkUpdate, alignedValues, inWorkerOrder };
 export type { WeightUpdate };
