@@ -139,6 +139,8 @@ async function startJob(
         DATASET_FORMAT: 'csv',
         EDGEAI_NODE: `node-${i}`,
         EDGEAI_NODE_TOKEN: `token-${i}`,
+        // As reconcile-tick sets it: room for the model pushed with the round.
+        BODY_LIMIT_BYTES: String(9 << 20),
       }),
     );
   });

@@ -28,7 +28,12 @@ const factory: FunctionFactory = async ({ telemetry }) => {
   const stop = new AbortController();
   void trainer.startupPoll(stop.signal);
   return {
-    definition: flTrainerDefinition({ trainer, readiness: [] }),
+    definition: flTrainerDefinition({
+      trainer,
+      node: config.node,
+      token: config.token,
+      readiness: [],
+    }),
     close: async () => {
       stop.abort();
     },

@@ -190,6 +190,8 @@ function trainerPlans(
         { name: 'DATASET_FORMAT', value: dataset.spec.format },
         { name: 'EDGEAI_NODE', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
         nodeTokenEnv('EDGEAI_NODE_TOKEN', node),
+        // The aggregator pushes models up to 8 MiB with the round (FL_INLINE_MODEL_BYTES).
+        { name: 'BODY_LIMIT_BYTES', value: String(trainerBodyLimit) },
       ],
       nodeSelector: {
         ...(worker.template.spec?.nodeSelector ?? {}),
@@ -206,6 +208,9 @@ function trainerPlans(
   }
   return plans;
 }
+
+/** A trainer's request limit: a round event carrying a model of FL_INLINE_MODEL_BYTES' default. */
+const trainerBodyLimit = 9 * 1024 * 1024;
 
 /** FL_JOB_CONFIG: the job as its aggregator runs it (shared/messages/federated.ts). */
 function jobConfig(

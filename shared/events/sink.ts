@@ -11,7 +11,7 @@ interface SinkEvent {
   /** Chosen by the caller: a resent event keeps its id, so the consumer can drop the copy. */
   id: string;
   type: string;
-  /** JSON-encoded as the body. */
+  /** The body: bytes as they are (application/octet-stream), anything else JSON-encoded. */
   data: unknown;
   subject?: string;
   extensions?: Readonly<Record<string, string>>;
@@ -42,6 +42,8 @@ function createEventSink(options: {
   source: string;
   attempts: number;
   timeoutMs?: number;
+  /** Sent with every event (credentials for a receiver that checks who sends). */
+  headers?: Readonly<Record<string, string>>;
   send?: typeof fetch;
 }): Sink {
   const send = options.send ?? fetch;
@@ -58,8 +60,9 @@ function createEventSink(options: {
     for (const [name, value] of Object.entries(event.extensions ?? {})) {
       headers[`ce-${name}`] = headerValue(value);
     }
+    const bytes = event.data instanceof Uint8Array ? event.data : undefined;
     Object.assign(headers, {
-      'content-type': 'application/json',
+      'content-type': bytes === undefined ? 'application/json' : 'application/octet-stream',
       'ce-specversion': '1.0',
       'ce-id': headerValue(event.id),
       'ce-source': headerValue(options.source),
@@ -67,7 +70,8 @@ function createEventSink(options: {
     });
     if (event.subject !== undefined) headers['ce-subject'] = headerValue(event.subject);
     if (event.traceparent !== undefined) headers['traceparent'] = event.traceparent;
-    const body = JSON.stringify(event.data);
+    Object.assign(headers, options.headers);
+    const body = bytes ?? JSON.stringify(event.data);
     try {
       await policy.execute(async () => {
         const response = await send(options.url, {

@@ -25,6 +25,17 @@ const schema = z.object({
     .int()
     .min(1024)
     .default(64 * 1024 * 1024),
+  /**
+   * Models up to this size travel inside the round event (one request per trainer and round, the
+   * model pushed as Flower and Sedna push it); larger ones, and a trainer that refuses the size
+   * (413), download it from /v1/models/<version>. Trainers' BODY_LIMIT_BYTES must allow it
+   * (reconcile-tick sets it so). 0: always download.
+   */
+  FL_INLINE_MODEL_BYTES: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .default(8 * 1024 * 1024),
   /** Where "a round ended" goes (the Broker): reconcile-tick then shows it in the job's status. */
   FL_EVENTS_URL: z.url({ protocol: /^https?$/ }).optional(),
   FL_MAX_DATASET_BYTES: z.coerce
@@ -44,6 +55,7 @@ interface AggregatorConfig {
   maxUpdateBytes: number;
   maxModelBytes: number;
   maxDatasetBytes: number;
+  inlineModelBytes: number;
   eventsUrl: string | undefined;
   modelRoot: string;
 }
@@ -78,6 +90,7 @@ function loadAggregatorConfig(env: Env = process.env): AggregatorConfig {
     maxUpdateBytes: raw.FL_MAX_UPDATE_BYTES,
     maxModelBytes: raw.FL_MAX_MODEL_BYTES,
     maxDatasetBytes: raw.FL_MAX_DATASET_BYTES,
+    inlineModelBytes: raw.FL_INLINE_MODEL_BYTES,
     eventsUrl: raw.FL_EVENTS_URL,
     modelRoot: raw.MODEL_ROOT ?? join(process.cwd(), 'models'),
   };

@@ -7,8 +7,9 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { UnavailableError } from '../errors/index.js';
-import { createEventSink, eventTypes } from '../events/index.js';
+import { SinkRefusedError, createEventSink, eventTypes } from '../events/index.js';
 import { loadModelBytes } from '../inference/model-source.js';
+import { nodeHeader } from '../messages/worker-message.js';
 import type { RedisClient } from '../redis/index.js';
 import type { Logger } from '../telemetry/index.js';
 import { createAggregator } from './aggregator.js';
@@ -45,6 +46,46 @@ function timerSet() {
   return { schedule, clear: () => timers.forEach((t) => clearTimeout(t)) };
 }
 
+/**
+ * How a trainer is told of a round: a binary CloudEvent carrying the model, with the trainer's
+ * own node token as credentials (the trainer trusts a pushed model only from the aggregator);
+ * a model over the inline limit, or refused as too large (413), goes as a JSON event naming the
+ * model to download. The trainer answers when it has trained: the request lasts up to the round's
+ * deadline.
+ */
+function notifier(settings: AggregatorConfig): AggregatorDeps['notify'] {
+  const { job, tokens, inlineModelBytes } = settings;
+  const source = `/fl/${job.job}/aggregator`;
+  return async (trainer, event, model) => {
+    const token = tokens.get(trainer.name)?.toString();
+    const sink = createEventSink({
+      url: trainer.url,
+      source,
+      attempts: 3,
+      timeoutMs: job.round.timeoutMs,
+      ...(token === undefined
+        ? {}
+        : { headers: { authorization: `Bearer ${token}`, [nodeHeader]: trainer.node } }),
+    });
+    const told = {
+      id: `${job.job}.r${event.round}.${trainer.name}`,
+      type: eventTypes.flRoundStarted,
+    };
+    if (token !== undefined && model.length <= inlineModelBytes) {
+      try {
+        return await sink({
+          ...told,
+          data: model,
+          extensions: { flstarted: JSON.stringify(event) },
+        });
+      } catch (err) {
+        if (!(err instanceof SinkRefusedError && err.status === 413)) throw err;
+      }
+    }
+    await sink({ ...told, data: event });
+  };
+}
+
 /** How trainers are told and the end of a round announced: CloudEvents over HTTP. */
 function messengers(settings: AggregatorConfig): Pick<AggregatorDeps, 'notify' | 'announce'> {
   const { job } = settings;
@@ -54,13 +95,7 @@ function messengers(settings: AggregatorConfig): Pick<AggregatorDeps, 'notify' |
       ? undefined
       : createEventSink({ url: settings.eventsUrl, source, attempts: 3 });
   return {
-    notify: (trainer, event) =>
-      // The trainer answers when it has trained: the request lasts up to the round's deadline.
-      createEventSink({ url: trainer.url, source, attempts: 3, timeoutMs: job.round.timeoutMs })({
-        id: `${job.job}.r${event.round}.${trainer.name}`,
-        type: eventTypes.flRoundStarted,
-        data: event,
-      }),
+    notify: notifier(settings),
     announce: async (summary) =>
       broker?.({
         id: `${job.job}/${job.uid}.r${summary.round}`,
@@ -129,4 +164,4 @@ async function createAggregatorRuntime(options: {
   };
 }
 
-export { createAggregatorRuntime };
+export { createAggregatorRuntime, notifier };

@@ -39,8 +39,15 @@ interface AggregatorDeps {
   initialModel(): Promise<Uint8Array>;
   /** Measures a new global model on the job's evaluation Dataset, if it names one. */
   evaluate?: (model: Uint8Array) => Promise<Evaluation>;
-  /** Tells a trainer of a round; settles when it is told (not when it has trained). */
-  notify(trainer: FlJobConfig['trainers'][number], event: RoundStarted): Promise<void>;
+  /**
+   * Tells a trainer of a round, with the model it trains from (the messenger decides whether the
+   * bytes travel with the event or the trainer downloads them); settles when it is told.
+   */
+  notify(
+    trainer: FlJobConfig['trainers'][number],
+    event: RoundStarted,
+    model: Uint8Array,
+  ): Promise<void>;
   /** A round ended (the job's status should show it). */
   announce(summary: RoundSummary): Promise<void>;
   now: () => number;
@@ -137,6 +144,18 @@ interface Run {
 
 const modelUrl = (run: Run, version: number) => `${run.deps.config.publicUrl}/v1/models/${version}`;
 
+/**
+ * The model an update on `version` is checked against: the one held when it is that version (a
+ * version's model never changes), else the open round's base when the update names it; undefined
+ * for an update offer.lua will refuse (no open round, another base).
+ */
+async function checkedAgainst(run: Run, version: number): Promise<Run['base']> {
+  if (run.base?.version === version) return run.base;
+  const state = await run.deps.store.state();
+  if (state?.status !== 'open' || state.base !== version) return undefined;
+  return baseModel(run, version);
+}
+
 async function baseModel(run: Run, version: number) {
   if (run.base?.version === version) return run.base;
   const bytes = await run.deps.store.model(version);
@@ -154,6 +173,7 @@ function arm(run: Run, atMs: number): void {
 async function announceRound(run: Run, state: RoundState): Promise<void> {
   const { config, store, log } = run.deps;
   const submitted = new Set(await store.submitted());
+  const { bytes } = await baseModel(run, state.base);
   const event: RoundStarted = {
     job: config.job,
     round: state.round,
@@ -164,7 +184,7 @@ async function announceRound(run: Run, state: RoundState): Promise<void> {
   };
   for (const trainer of config.trainers) {
     if (!state.selected.includes(trainer.name) || submitted.has(trainer.name)) continue;
-    run.deps.notify(trainer, event).catch((err: unknown) => {
+    run.deps.notify(trainer, event, bytes).catch((err: unknown) => {
       log.warn({ err, trainer: trainer.name, round: state.round }, 'trainer not told of the round');
     });
   }
@@ -199,15 +219,17 @@ async function tellOpenRound(run: Run): Promise<void> {
 
 async function offer(run: Run, update: Parameters<Aggregator['offer']>[0]): Promise<OfferOutcome> {
   const { store, maxUpdateBytes } = run.deps;
-  const state = await store.state();
-  let decoded: NamedTensors | undefined;
   // Checked against the round's base model now, so a malformed update is a 400 to its sender
-  // rather than a failure of the whole round later.
-  if (state !== undefined && update.base === state.base && state.status === 'open') {
-    const { tensors } = await baseModel(run, state.base);
-    const limits = { maxBytes: maxUpdateBytes, maxTensors: tensors.size };
+  // rather than a failure of the whole round later. The model this process holds is the open
+  // round's base unless another process moved the job on: then the state says which it is.
+  // offer.lua decides what is accepted either way.
+  const base = await checkedAgainst(run, update.base);
+  let decoded: NamedTensors | undefined;
+  if (base !== undefined) {
+    const limits = { maxBytes: maxUpdateBytes, maxTensors: base.tensors.size };
     decoded = decodeWeights(update.weights, limits);
-    checkUpdate(tensors, { worker: update.worker, samples: update.meta.samples, weights: decoded });
+    const { worker, meta } = update;
+    checkUpdate(base.tensors, { worker, samples: meta.samples, weights: decoded });
   }
   const outcome = await store.offer({
     round: update.round,
@@ -434,7 +456,12 @@ function createAggregator(deps: AggregatorDeps): Aggregator {
       });
     },
     round: () => roundView(run),
-    model: (version) => deps.store.model(version),
+    // The version the open round trains from is asked for by every trainer: served as held.
+    async model(version) {
+      const held = run.base?.version === version ? run.base.bytes : undefined;
+      if (held === undefined) return deps.store.model(version);
+      return Buffer.from(held.buffer, held.byteOffset, held.byteLength);
+    },
     tick: () => tick(run),
     close() {
       run.cancelTimer?.();

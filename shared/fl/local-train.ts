@@ -170,7 +170,15 @@ function localTrain(
   options: LocalTrainOptions,
 ): LocalUpdate {
   checkOptions(options);
-  const network = networkFrom(readInitializers(globalModel), layers);
+  return trainNetwork(networkFrom(readInitializers(globalModel), layers), data, options);
+}
+
+/**
+ * localTrain on a Network already holding the global model's weights (networkFrom), which it
+ * trains in place: a trainer that has rebuilt the model to check it does not build it twice.
+ */
+function trainNetwork(network: Network, data: Split, options: LocalTrainOptions): LocalUpdate {
+  checkOptions(options);
   checkData(network, data);
   const started = performance.now();
   const params = network.params;
@@ -227,5 +235,5 @@ function evaluate(
   return { accuracy: correct / split.n, loss: loss / split.n };
 }
 
-export { localTrain, evaluate };
+export { localTrain, trainNetwork, evaluate };
 export type { LocalTrainOptions, LocalUpdate, Evaluation };

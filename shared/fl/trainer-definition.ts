@@ -1,35 +1,58 @@
 /**
  * fl-trainer as a function: the aggregator's round event, answered when the round is done
- * (200 with how it ended) or at once for the round already in flight (202). Liveness and
- * readiness are the framework's: a trainer waiting for its aggregator is still ready.
+ * (200 with how it ended) or at once for the round already in flight (202). The event names the
+ * model to download (JSON) or carries it (binary, the round in its `flstarted` extension): a
+ * carried model is trusted only from a sender holding this trainer's node token, as the
+ * aggregator does. Liveness and readiness are the framework's: a trainer waiting for its
+ * aggregator is still ready.
  */
+import { z } from 'zod';
+import { ValidationError } from '../errors/index.js';
 import { eventTypes } from '../events/index.js';
 import { defineFunction, onEvent } from '../http/index.js';
-import type { FunctionDefinition, ReadinessCheck } from '../http/index.js';
-import { roundStarted } from '../messages/federated.js';
-import type { Trainer } from './trainer.js';
+import type { Answer, FunctionDefinition, ReadinessCheck } from '../http/index.js';
+import { roundStarted, roundStartedAttributes } from '../messages/federated.js';
+import { parseInput } from '../schema/index.js';
+import { authenticateBearer } from '../status/node-auth.js';
+import type { NodeTokens } from '../status/node-auth.js';
+import type { RoundAnswer, Trainer } from './trainer.js';
+
+function answer(outcome: RoundAnswer): Answer {
+  if (outcome.kind === 'already-training') {
+    return {
+      kind: 'json',
+      status: 202,
+      body: { round: outcome.round, outcome: 'already-training' },
+    };
+  }
+  return { kind: 'json', status: 200, body: outcome.result };
+}
 
 function flTrainerDefinition(deps: {
   trainer: Trainer;
+  /** This trainer's node and its token: who may push a model to it. */
+  node: string;
+  token: string | undefined;
   readiness: readonly ReadinessCheck[];
 }): FunctionDefinition {
-  const { trainer } = deps;
+  const { trainer, node, token } = deps;
+  const tokens: NodeTokens = {
+    token: (from) =>
+      Promise.resolve(from === node && token !== undefined ? Buffer.from(token) : undefined),
+  };
   return defineFunction({
     name: 'fl-trainer',
     events: [
       onEvent({
         type: eventTypes.flRoundStarted,
-        data: roundStarted,
-        async handle({ data }) {
-          const answer = await trainer.onRound(data);
-          if (answer.kind === 'already-training') {
-            return {
-              kind: 'json',
-              status: 202,
-              body: { round: answer.round, outcome: 'already-training' },
-            };
-          }
-          return { kind: 'json', status: 200, body: answer.result };
+        data: z.unknown(),
+        async handle({ data, event }, ctx) {
+          if (!(data instanceof Uint8Array))
+            return answer(await trainer.onRound(parseInput(roundStarted, data, 'data')));
+          const { flstarted } = parseInput(roundStartedAttributes, event.extensions, 'extensions');
+          await authenticateBearer(tokens, ctx.headers);
+          if (data.length === 0) throw new ValidationError('data: the round carries no model');
+          return answer(await trainer.onRound(flstarted, data));
         },
       }),
     ],

@@ -1,7 +1,7 @@
 /**
  * fl-trainer's rounds. A round event (or, at start-up, an open round the trainer missed) starts
  * one: download the round's model from the aggregator, rebuild it from the layers it carries,
- * read this node's Dataset, train locally (localTrain), send the weights as an update. The
+ * read this node's Dataset, train locally (trainNetwork), send the weights as an update. The
  * round's request is answered only when that is done, so Knative keeps the trainer up while it
  * trains; a second event for the round in flight is answered at once. Nothing is kept from one
  * round to the next (the trainer may scale to zero between them).
@@ -11,6 +11,7 @@
  * reported to the aggregator with an exit code its restart policy judges (exitCodes below);
  * no message carries weights or training data.
  */
+import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ExponentialBackoff } from 'cockatiel';
 import type { IBackoff, IBackoffFactory } from 'cockatiel';
@@ -20,7 +21,7 @@ import type { RoundStarted, TrainingParameters } from '../messages/federated.js'
 import { parseInput } from '../schema/index.js';
 import type { Logger } from '../telemetry/index.js';
 import type { Split } from '../training/data.js';
-import type { LayerSpec } from '../training/network.js';
+import type { LayerSpec, Network } from '../training/network.js';
 import { onnxLayers, readInitializers } from '../training/onnx-export.js';
 import {
   AggregatorRejectedError,
@@ -30,7 +31,7 @@ import {
 } from './client.js';
 import type { RoundStatus, TrainerClient } from './client.js';
 import type { DatasetReader } from './dataset-source.js';
-import { localTrain } from './local-train.js';
+import { trainNetwork } from './local-train.js';
 import type { LocalUpdate } from './local-train.js';
 import { networkFrom } from './network-weights.js';
 import type { TrainerConfig } from './trainer-config.js';
@@ -77,11 +78,12 @@ type RoundAnswer =
 
 interface Trainer {
   /**
-   * Trains `event`'s round and answers when done, or at once when that round is in flight.
+   * Trains `event`'s round (from `model` when the event carried it, checked against its sha256;
+   * else downloaded) and answers when done, or at once when that round is in flight.
    * ValidationError: an event for another job, or a model URL off the aggregator's origin;
    * ConflictError: a round older than the one in flight.
    */
-  onRound(event: RoundStarted): Promise<RoundAnswer>;
+  onRound(event: RoundStarted, model?: Uint8Array): Promise<RoundAnswer>;
   /** Asks the aggregator (retrying until it answers) for an open round this trainer missed. */
   startupPoll(signal: AbortSignal): Promise<void>;
 }
@@ -122,12 +124,15 @@ type Parts = Required<Omit<TrainerDeps, 'retry' | 'poll'>> & {
   poll: IBackoffFactory<unknown>;
 };
 
-/** One round in flight: its event, deadline (ms) and the signal that cancels it. */
+/** One round in flight: its event, the model if it came with it, deadline (ms), cancel signal. */
 interface Round {
   readonly event: RoundStarted;
+  readonly model: Uint8Array | undefined;
   readonly deadline: number;
   readonly signal: AbortSignal;
 }
+
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
@@ -167,8 +172,8 @@ async function retrying<T>(
   }
 }
 
-/** The layers and class count of a model written by exportOnnx (RoundFailure 3 otherwise). */
-function rebuild(model: Uint8Array): { layers: LayerSpec[]; classes: number } {
+/** A model written by exportOnnx as a Network holding its weights (RoundFailure 3 otherwise). */
+function rebuild(model: Uint8Array): Network {
   let layers: LayerSpec[] | undefined;
   try {
     layers = onnxLayers(model);
@@ -182,7 +187,7 @@ function rebuild(model: Uint8Array): { layers: LayerSpec[]; classes: number } {
     );
   }
   try {
-    return { layers, classes: networkFrom(readInitializers(model), layers).outputSize };
+    return networkFrom(readInitializers(model), layers);
   } catch (err) {
     throw new RoundFailure(exitCodes.model, `the model cannot be rebuilt: ${messageOf(err)}`);
   }
@@ -205,14 +210,13 @@ async function loadData(parts: Parts, classes: number): Promise<Split> {
 
 /** Local training and the encoded weights (RoundFailure 2 for data that does not fit). */
 function train(
-  model: Uint8Array,
-  layers: readonly LayerSpec[],
+  network: Network,
   data: Split,
   training: TrainingParameters,
 ): LocalUpdate & { encoded: Uint8Array } {
   let update: LocalUpdate;
   try {
-    update = localTrain(model, layers, data, training);
+    update = trainNetwork(network, data, training);
   } catch (err) {
     const code = err instanceof ValidationError ? exitCodes.dataset : exitCodes.rejected;
     throw new RoundFailure(code, `local training failed: ${messageOf(err)}`);
@@ -327,6 +331,20 @@ async function sendUpdate(
   return result(event.round, 'sent', trained);
 }
 
+/** The round's model: the one it carried when its digest is right, else downloaded. */
+async function roundModel(parts: Parts, round: Round): Promise<Uint8Array> {
+  const { model: source } = round.event;
+  if (round.model !== undefined && sha256(round.model) === source.sha256) return round.model;
+  if (round.model !== undefined)
+    parts.log.warn(
+      { round: round.event.round },
+      'the carried model is not the sha256 named; downloading it',
+    );
+  return retrying(parts, round, 'model download', (signal) =>
+    parts.client.fetchModel(source.url, source.sha256, parts.config.maxModelBytes, signal),
+  );
+}
+
 /** One round, start to end; never throws. */
 async function runRound(parts: Parts, round: Round): Promise<RoundResult> {
   const { event } = round;
@@ -338,13 +356,10 @@ async function runRound(parts: Parts, round: Round): Promise<RoundResult> {
   parts.log.info({ round: event.round, base: event.base }, 'round started');
   let trained: (LocalUpdate & { encoded: Uint8Array }) | undefined;
   try {
-    const { model: source } = event;
-    const model = await retrying(parts, round, 'model download', (signal) =>
-      parts.client.fetchModel(source.url, source.sha256, parts.config.maxModelBytes, signal),
-    );
-    const { layers, classes } = rebuild(model);
-    const data = await loadData(parts, classes);
-    trained = train(model, layers, data, event.training);
+    const model = await roundModel(parts, round);
+    const network = rebuild(model);
+    const data = await loadData(parts, network.outputSize);
+    trained = train(network, data, event.training);
     return await sendUpdate(parts, round, trained);
   } catch (err) {
     return ended(parts, round, err, trained);
@@ -423,7 +438,7 @@ function createTrainer(deps: TrainerDeps): Trainer {
   }
   let current: { round: number; abort: AbortController } | undefined;
 
-  async function onRound(event: RoundStarted): Promise<RoundAnswer> {
+  async function onRound(event: RoundStarted, model?: Uint8Array): Promise<RoundAnswer> {
     checkEvent(parts.config, event);
     if (current !== undefined) {
       if (current.round === event.round) return { kind: 'already-training', round: event.round };
@@ -438,7 +453,7 @@ function createTrainer(deps: TrainerDeps): Trainer {
     current = mine;
     const deadline = Date.parse(event.deadline);
     try {
-      const done = await runRound(parts, { event, deadline, signal: mine.abort.signal });
+      const done = await runRound(parts, { event, model, deadline, signal: mine.abort.signal });
       return { kind: 'done', result: done };
     } finally {
       if (current === mine) current = undefined;
@@ -461,4 +476,4 @@ function createTrainer(deps: TrainerDeps): Trainer {
 }
 
 export { createTrainer };
-export type { Trainer, RoundResult };
+export type { Trainer, RoundResult, RoundAnswer };

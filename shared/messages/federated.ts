@@ -3,7 +3,9 @@
  * - the job as its aggregator runs it (FL_JOB_CONFIG, JSON): reconcile-tick writes it on the
  *   aggregator's Knative Service (shared/controller), the aggregator parses it at start-up;
  * - the trainer's environment (flTrainerEnv), the same way;
- * - a round started (aggregator → trainer, a JSON CloudEvent);
+ * - a round started (aggregator → trainer): a JSON CloudEvent (roundStarted) naming the model to
+ *   download, or a binary-mode one whose data is the model itself and whose `flstarted`
+ *   extension is the same round as JSON (roundStartedAttributes);
  * - an update (trainer → aggregator): a binary-mode CloudEvent whose data is the encoded weights
  *   (shared/fl/weights.ts) and whose extensions say what they are (flUpdateAttributes);
  * - a trainer's failure (trainer → aggregator, JSON), which the job's restart policy judges.
@@ -113,6 +115,25 @@ const roundStarted = z
   })
   .strict();
 
+/**
+ * A round event with its model inline: the round, as roundStarted's JSON, in one extension
+ * (extension values are strings), the model's bytes as the event's data.
+ */
+const roundStartedAttributes = z.object({
+  flstarted: z
+    .string()
+    .max(16 * 1024)
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'must be a round as JSON' });
+        return z.NEVER;
+      }
+    })
+    .pipe(roundStarted),
+});
+
 const decimal = z
   .string()
   .regex(/^\d+$/, 'must be a whole number')
@@ -167,7 +188,15 @@ type TrainerFailed = z.output<typeof trainerFailed>;
 type RoundSummary = z.output<typeof roundSummary>;
 type TrainingParameters = z.output<typeof trainingParameters>;
 
-export { flJobConfig, flTrainerEnv, roundStarted, flUpdateAttributes, trainerFailed, roundSummary };
+export {
+  flJobConfig,
+  flTrainerEnv,
+  roundStarted,
+  roundStartedAttributes,
+  flUpdateAttributes,
+  trainerFailed,
+  roundSummary,
+};
 export type {
   FlJobConfig,
   FlTrainerEnv,

@@ -231,7 +231,12 @@ async function aggregator(script: Script = {}): Promise<FakeAggregator> {
 
 /** The trainer served as the fl-trainer function. */
 async function serve(trainer: Trainer): Promise<Listening> {
-  const definition = flTrainerDefinition({ trainer, readiness: [] });
+  const definition = flTrainerDefinition({
+    trainer,
+    node: 'edge-1',
+    token: 'node-token',
+    readiness: [],
+  });
   const telemetry = capturedTelemetry('fl-trainer');
   const served = await listen(
     buildServer(definition, { telemetry, bodyLimitBytes: 1 << 20, readinessTimeoutMs: 1000 }),
@@ -291,6 +296,71 @@ describe('fl-trainer', () => {
     expect([...weights.keys()]).toEqual([...global.keys()]);
     expect(weights.get('dense1.weight')!.dims).toEqual([784, 10]);
     expect(weights.get('dense1.bias')!.values).not.toEqual(global.get('dense1.bias')!.values);
+  });
+
+  /** The round as the aggregator pushes it: binary, the model as data, the round in flstarted. */
+  function pushRound(
+    url: string,
+    event: RoundStarted,
+    body: Uint8Array,
+    auth: Record<string, string>,
+  ) {
+    return fetch(url, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/octet-stream',
+        'ce-specversion': '1.0',
+        'ce-id': `push-${event.round}`,
+        'ce-source': `/fl/${job}/aggregator`,
+        'ce-type': eventTypes.flRoundStarted,
+        'ce-flstarted': JSON.stringify(event),
+        ...auth,
+      },
+      body,
+    });
+  }
+  const credentials = { authorization: 'Bearer node-token', 'x-edgeai-node': 'edge-1' };
+
+  it('trains from a model pushed with the round, downloading nothing', async () => {
+    const agg = await aggregator();
+    const fn = await serve(build(agg.url).trainer);
+    const response = await pushRound(fn.url, roundEvent(agg.url), model, credentials);
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({ round: 1, outcome: 'sent', samples });
+    expect(agg.modelGets()).toHaveLength(0);
+    expect(agg.updates()).toHaveLength(1);
+  });
+
+  it('refuses a pushed model without this node token, and downloads one whose sha256 differs', async () => {
+    const agg = await aggregator();
+    const fn = await serve(build(agg.url).trainer);
+    const event = roundEvent(agg.url);
+    const none = await pushRound(fn.url, event, model, {});
+    expect(none.status).toBe(401);
+    const wrong = await pushRound(fn.url, event, model, {
+      ...credentials,
+      authorization: 'Bearer other',
+    });
+    expect(wrong.status).toBe(401);
+    const otherNode = await pushRound(fn.url, event, model, {
+      ...credentials,
+      'x-edgeai-node': 'edge-2',
+    });
+    expect(otherNode.status).toBe(401);
+    const garbled = await pushRound(fn.url, event, model, {
+      ...credentials,
+      'ce-flstarted': '{"job":',
+    });
+    expect(garbled.status).toBe(400);
+    expect(await garbled.text()).toMatch(/flstarted: must be a round as JSON/);
+    expect(agg.updates()).toHaveLength(0);
+
+    const tampered = Uint8Array.from(model);
+    tampered[tampered.length - 1]! ^= 1;
+    const answered = await pushRound(fn.url, event, tampered, credentials);
+    expect(answered.status).toBe(200);
+    expect(agg.modelGets()).toHaveLength(1);
+    expect(agg.updates()).toHaveLength(1);
   });
 
   it('answers a re-notification of the round in flight with 202 and trains once', async () => {
