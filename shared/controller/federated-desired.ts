@@ -14,6 +14,7 @@ import {
 } from '../crds/index.js';
 import type { FederatedLearningJobSpec, FederatedLearningJobStatus } from '../crds/index.js';
 import type { KubeObject } from '../k8s/index.js';
+import { fedOptDefaults } from '../messages/federated.js';
 import type { FlJobConfig } from '../messages/federated.js';
 import { nodeTokenSecret } from '../messages/worker-message.js';
 import { dns1035Label } from './desired.js';
@@ -212,6 +213,73 @@ function trainerPlans(
 /** A trainer's request limit: a round event carrying a model of FL_INLINE_MODEL_BYTES' default. */
 const trainerBodyLimit = 9 * 1024 * 1024;
 
+const proximalMu = (spec: FederatedLearningJobSpec) => spec.aggregation.proximalMu ?? 0.01;
+
+/** Trainers a round asks: max(int(fraction * n), minimum), as Flower (and shared/fl/strategy). */
+function sampleSize(n: number, policy: FederatedLearningJobSpec['roundPolicy']): number {
+  return Math.min(n, Math.max(Math.floor(n * policy.fractionFit), policy.minFitClients));
+}
+
+/** An averaging algorithm with its parameters, Flower's defaults where the spec says nothing. */
+function averagingConfig(
+  spec: FederatedLearningJobSpec,
+): Extract<FlJobConfig['aggregation'], { kind: 'dp-fixed-clipping' }>['inner'] | undefined {
+  const a = spec.aggregation;
+  const opt = (kind: 'fedadam' | 'fedyogi' | 'fedadagrad') => {
+    const defaults = fedOptDefaults[kind];
+    return {
+      eta: a.serverLearningRate ?? defaults.eta,
+      etaL: defaults.etaL,
+      tau: a.tau ?? defaults.tau,
+    };
+  };
+  switch (a.algorithm) {
+    case 'FedAvg':
+      return { kind: 'fedavg' };
+    case 'FedProx':
+      return { kind: 'fedprox', mu: proximalMu(spec) };
+    case 'FedAdam':
+    case 'FedYogi': {
+      const kind = a.algorithm === 'FedAdam' ? 'fedadam' : 'fedyogi';
+      const defaults = fedOptDefaults[kind];
+      return {
+        kind,
+        ...opt(kind),
+        beta1: a.beta1 ?? defaults.beta1,
+        beta2: a.beta2 ?? defaults.beta2,
+      };
+    }
+    case 'FedAdagrad':
+      return { kind: 'fedadagrad', ...opt('fedadagrad') };
+    default:
+      return undefined;
+  }
+}
+
+/** spec.aggregation as the aggregator runs it; `sampled`: trainers per round (DP's divisor). */
+function aggregationConfig(
+  spec: FederatedLearningJobSpec,
+  sampled: number,
+): FlJobConfig['aggregation'] {
+  const a = spec.aggregation;
+  const averaging = averagingConfig(spec);
+  if (averaging === undefined) {
+    return a.algorithm === 'Krum'
+      ? { kind: 'krum', f: a.byzantineClients ?? 0, m: a.keep ?? 1 }
+      : { kind: 'fedtrimmedavg', beta: a.trimBeta ?? 0.2 };
+  }
+  if (a.privacy === undefined) return averaging;
+  const { noiseMultiplier, clippingNorm, delta } = a.privacy;
+  return {
+    kind: 'dp-fixed-clipping',
+    noiseMultiplier,
+    clippingNorm,
+    delta,
+    sampled,
+    inner: averaging,
+  };
+}
+
 /** FL_JOB_CONFIG: the job as its aggregator runs it (shared/messages/federated.ts). */
 function jobConfig(
   planned: Planned,
@@ -247,7 +315,16 @@ function jobConfig(
         ? {}
         : { minLossImprovement: spec.stopCondition.minLossImprovement }),
     },
-    training: { ...trainingParameters(spec), proximalMu: 0 },
+    training: {
+      ...trainingParameters(spec),
+      proximalMu: spec.aggregation.algorithm === 'FedProx' ? proximalMu(spec) : 0,
+    },
+    aggregation: aggregationConfig(spec, sampleSize(trainers.length, spec.roundPolicy)),
+    selection: {
+      fraction: spec.roundPolicy.fractionFit,
+      minimum: Math.min(spec.roundPolicy.minFitClients, trainers.length),
+      seed: trainingParameters(spec).seed,
+    },
     ...(evaluation === undefined ? {} : { evaluation }),
     publicUrl: aggregatorUrl,
   };

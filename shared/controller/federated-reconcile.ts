@@ -291,14 +291,17 @@ function historyOf(progress: JobProgress | undefined): FederatedLearningJobStatu
   return [...(progress?.history ?? [])]
     .slice(0, historyKept)
     .reverse()
-    .map(({ round, participants, stragglers, loss, accuracy, durationMs, closedBy }) => ({
-      round,
-      participants,
-      stragglers,
-      durationMs,
-      closedBy,
-      ...(loss === undefined ? {} : { loss }),
-      ...(accuracy === undefined ? {} : { accuracy }),
+    .map((r) => ({
+      round: r.round,
+      participants: r.participants,
+      stragglers: r.stragglers,
+      durationMs: r.durationMs,
+      closedBy: r.closedBy,
+      ...(r.loss === undefined ? {} : { loss: r.loss }),
+      ...(r.accuracy === undefined ? {} : { accuracy: r.accuracy }),
+      ...(r.rejected === undefined ? {} : { rejected: r.rejected }),
+      ...(r.clipped === undefined ? {} : { clipped: r.clipped }),
+      ...(r.epsilon === undefined ? {} : { epsilon: r.epsilon }),
     }));
 }
 

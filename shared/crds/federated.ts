@@ -66,7 +66,23 @@ const sednaEnv = {
   maxRounds: 'exit_round',
 } as const;
 
-const aggregationAlgorithms = ['FedAvg'] as const;
+const aggregationAlgorithms = [
+  'FedAvg',
+  'FedProx',
+  'FedAdam',
+  'FedYogi',
+  'FedAdagrad',
+  'FedTrimmedAvg',
+  'Krum',
+] as const;
+/** The algorithms whose server step takes the mean of the updates: central DP can wrap them. */
+const averagingAlgorithms: ReadonlySet<string> = new Set([
+  'FedAvg',
+  'FedProx',
+  'FedAdam',
+  'FedYogi',
+  'FedAdagrad',
+]);
 const cleanPolicies = ['All', 'None'] as const;
 const modelUpdatePolicies = ['OnCompletion', 'OnImprovement'] as const;
 const roundClosers = ['quorum', 'deadline', 'all'] as const;
@@ -124,6 +140,17 @@ const roundPolicy = z
       .max(604_800)
       .default(600)
       .describe('Deadline of a round, from its start. Default 600.'),
+    fractionFit: fraction
+      .default(1)
+      .describe(
+        "The share of the trainers a round asks (Flower's fraction_fit): a seeded sample, drawn anew each round; the others are not woken. Default 1.",
+      ),
+    minFitClients: z
+      .number()
+      .int()
+      .min(1)
+      .default(1)
+      .describe("At least this many trainers per round (Flower's min_fit_clients). Default 1."),
     acceptFailures: z
       .boolean()
       .default(true)
@@ -181,6 +208,67 @@ const training = z
     seed: z.number().int().optional().describe('Default 1.'),
   })
   .describe("The trainers' parameters; each one absent falls back to Sedna's env, then a default.");
+
+const decay = z.number().min(0).lt(1);
+const aggregation = z
+  .object({
+    algorithm: z
+      .enum(aggregationAlgorithms)
+      .default('FedAvg')
+      .describe(
+        "How a round's updates are combined (Flower's strategies): FedAvg (default), FedProx, FedAdam, FedYogi, FedAdagrad, FedTrimmedAvg, Krum.",
+      ),
+    proximalMu: z
+      .number()
+      .min(0)
+      .optional()
+      .describe("FedProx: the trainers' proximal term mu. Default 0.01."),
+    serverLearningRate: z
+      .number()
+      .positive()
+      .optional()
+      .describe(
+        "FedAdam, FedYogi, FedAdagrad: the server's learning rate (eta); Flower's defaults.",
+      ),
+    beta1: decay.optional().describe('FedAdam, FedYogi: first-moment decay. Default 0.9.'),
+    beta2: decay.optional().describe('FedAdam, FedYogi: second-moment decay. Default 0.99.'),
+    tau: z.number().positive().optional().describe('FedAdam, FedYogi, FedAdagrad: adaptivity.'),
+    trimBeta: z
+      .number()
+      .min(0)
+      .lt(0.5)
+      .optional()
+      .describe('FedTrimmedAvg: the share cut at each end, per coordinate. Default 0.2.'),
+    byzantineClients: count
+      .optional()
+      .describe('Krum: how many updates may be malicious (f). Default 0.'),
+    keep: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe('Krum: updates averaged (1: Krum, more: MultiKrum). Default 1.'),
+    privacy: z
+      .object({
+        noiseMultiplier: z.number().min(0).describe('Noise stdv over the clipping norm (z).'),
+        clippingNorm: z
+          .number()
+          .positive()
+          .describe("Each update's change is clipped to this L2 norm."),
+        delta: z
+          .number()
+          .positive()
+          .lt(1)
+          .default(1e-5)
+          .describe('The delta of the (epsilon, delta) reported per round. Default 1e-5.'),
+      })
+      .optional()
+      .describe(
+        "Central differential privacy (Flower's server-side fixed clipping): every update's change clipped, Gaussian noise added to the mean, the epsilon spent shown per round. Averaging algorithms only.",
+      ),
+  })
+  .prefault({})
+  .describe("How the aggregator combines the trainers' updates.");
 
 const aggregationWorker = z.object({
   model: ref('Model').describe(
@@ -263,14 +351,7 @@ const federatedLearningJobSpec = z
     evaluationDataset: ref('Dataset')
       .optional()
       .describe('Where the aggregator measures the global model (accuracy, loss).'),
-    aggregation: z
-      .object({
-        algorithm: z
-          .enum(aggregationAlgorithms)
-          .default('FedAvg')
-          .describe('How updates are combined. Default FedAvg.'),
-      })
-      .optional(),
+    aggregation,
     cleanPolicy: z
       .enum(cleanPolicies)
       .default('All')
@@ -304,6 +385,24 @@ const federatedLearningJobSpec = z
       envIssues(worker.template, trainerEnv, ['trainingWorkers', i], ctx);
     });
     envIssues(spec.aggregationWorker.template, aggregatorEnv, ['aggregationWorker'], ctx);
+    if (
+      spec.trainingWorkers.length > 0 &&
+      spec.roundPolicy.minFitClients > spec.trainingWorkers.length
+    )
+      ctx.addIssue({
+        code: 'custom',
+        message: `${spec.roundPolicy.minFitClients} trainers per round asked for, but the job has ${spec.trainingWorkers.length}`,
+        path: ['roundPolicy', 'minFitClients'],
+      });
+    if (
+      spec.aggregation.privacy !== undefined &&
+      !averagingAlgorithms.has(spec.aggregation.algorithm)
+    )
+      ctx.addIssue({
+        code: 'custom',
+        message: `privacy needs an averaging algorithm (its noise is calibrated to a mean), not ${spec.aggregation.algorithm}`,
+        path: ['aggregation', 'privacy'],
+      });
     const min = spec.roundPolicy.minParticipants;
     if (typeof min === 'number' && min > spec.trainingWorkers.length)
       ctx.addIssue({
@@ -359,6 +458,9 @@ const federatedWorkerStatus = z.object({
   restartedAt: z.string().optional(),
 });
 
+/** A trainer whose update the aggregation changed or left out; never a value of the update. */
+const verdict = z.object({ worker: z.string(), reason: z.string() });
+
 const roundRecord = z.object({
   round: z.number().int().min(1),
   participants: count.describe('Trainers whose update was aggregated.'),
@@ -369,6 +471,19 @@ const roundRecord = z.object({
   closedBy: z
     .enum(roundClosers)
     .describe('quorum: minParticipants answered; deadline: roundTimeoutSeconds; all: everyone.'),
+  rejected: z
+    .array(verdict)
+    .optional()
+    .describe('Updates the aggregation left out (Krum), and why.'),
+  clipped: z
+    .array(verdict)
+    .optional()
+    .describe('Updates scaled down to the privacy clipping norm.'),
+  epsilon: z
+    .number()
+    .min(0)
+    .optional()
+    .describe('Central DP: the epsilon spent by the job so far, at the privacy delta.'),
 });
 
 const maxHistory = 20;

@@ -19,7 +19,12 @@ import type {
 } from '../messages/federated.js';
 import type { Logger } from '../telemetry/index.js';
 import { onnxLayers, readInitializers, replaceInitializers } from '../training/onnx-export.js';
-import { checkUpdate, fedAvg } from './fedavg.js';
+import { checkUpdate } from './fedavg.js';
+import { epsilonSpent } from './strategy/accountant.js';
+import { aggregate as combine } from './strategy/aggregate.js';
+import { selectClients } from './strategy/selection.js';
+import { decodeState, encodeState, initialState } from './strategy/state.js';
+import type { AggregationReport, Strategy, StrategyState } from './strategy/types.js';
 import type { Evaluation } from './local-train.js';
 import type { ClaimOutcome, OfferOutcome, RoundState, RoundStore } from './round-store.js';
 import { decodeWeights } from './weights.js';
@@ -93,9 +98,16 @@ interface Aggregator {
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
-/** The trainers a round asks: every trainer still in the job, by name. */
-function selection(config: FlJobConfig): { selected: string[]; quorum: number } {
-  const selected = config.trainers.map((t) => t.name).sort();
+/**
+ * The trainers round `round` asks: a seeded sample of those still in the job (all of them unless
+ * the job asks for a fraction), the same on every replica and after every restart.
+ */
+function selection(config: FlJobConfig, round: number): { selected: string[]; quorum: number } {
+  const selected = selectClients({
+    available: config.trainers.map((t) => t.name),
+    ...config.selection,
+    round,
+  });
   return { selected, quorum: Math.min(config.round.minParticipants, selected.length) };
 }
 
@@ -131,7 +143,15 @@ function reportedLoss(metas: readonly UpdateMeta[]): number | undefined {
 /** One aggregator's process state: its deps, the cached base model, its timer, its close. */
 interface Run {
   deps: AggregatorDeps;
-  base?: { version: number; bytes: Uint8Array; tensors: NamedTensors };
+  base?: {
+    version: number;
+    bytes: Uint8Array;
+    tensors: NamedTensors;
+    /** What the strategy carried out of the round that made this version, once known. */
+    strategyState?: StrategyState;
+  };
+  /** The job's strategy, once built (central DP's seed comes from the store). */
+  strategy?: Strategy;
   cancelTimer?: () => void;
   closing?: Promise<void>;
   again?: boolean;
@@ -162,6 +182,48 @@ async function baseModel(run: Run, version: number) {
   if (bytes === undefined) throw new Error(`model version ${version} is not stored`);
   run.base = { version, bytes, tensors: readInitializers(bytes) };
   return run.base;
+}
+
+/** The job's strategy as the aggregation runs it: central DP gets the job's secret seed. */
+async function strategyOf(run: Run): Promise<Strategy> {
+  if (run.strategy !== undefined) return run.strategy;
+  const configured = run.deps.config.aggregation;
+  if (configured.kind !== 'dp-fixed-clipping') return (run.strategy = configured);
+  const { noiseMultiplier, clippingNorm, sampled, inner } = configured;
+  const seed = await run.deps.store.secretSeed();
+  run.strategy = {
+    kind: 'dp-fixed-clipping',
+    noiseMultiplier,
+    clippingNorm,
+    sampledClients: sampled,
+    seed,
+    inner,
+  };
+  return run.strategy;
+}
+
+/** What the strategy carried out of the round that made `version` (none: nothing stored). */
+async function strategyState(
+  run: Run,
+  version: number,
+  maxTensors: number,
+): Promise<StrategyState> {
+  if (run.base?.version === version && run.base.strategyState !== undefined)
+    return run.base.strategyState;
+  const text = await run.deps.store.strategyState(version);
+  if (text === undefined) return initialState;
+  // Two moments per tensor.
+  return decodeState(text, { maxBytes: 4 * run.deps.maxUpdateBytes, maxTensors: 2 * maxTensors });
+}
+
+/** Central DP: the epsilon the job has spent after `round` rounds (undefined without DP). */
+function epsilonOf(config: FlJobConfig, round: number): number | undefined {
+  const dp = config.aggregation;
+  if (dp.kind !== 'dp-fixed-clipping') return undefined;
+  const samplingRate = Math.min(1, dp.sampled / config.trainers.length);
+  const { noiseMultiplier, delta } = dp;
+  if (noiseMultiplier === 0) return undefined; // clipping alone: no epsilon to state
+  return epsilonSpent({ samplingRate, noiseMultiplier, rounds: round, delta }).epsilon;
 }
 
 function arm(run: Run, atMs: number): void {
@@ -197,7 +259,7 @@ async function start(run: Run): Promise<void> {
     if (onnxLayers(bytes) === undefined)
       throw new ValidationError('the initial model was not written by the project (no layers)');
     await store.saveModel(0, bytes);
-    const { created } = await store.open({ ...nextRound(run), sha: sha256(bytes) });
+    const { created } = await store.open({ ...nextRound(run, 1), sha: sha256(bytes) });
     if (created) log.info({ job: config.job }, 'round 1 opened');
   }
   await resume(run);
@@ -317,24 +379,31 @@ async function aggregate(run: Run, state: RoundState, token: string, claim: Clai
   const { bytes, tensors } = await baseModel(run, state.base);
   const metas = stored.map((u) => JSON.parse(u.meta) as UpdateMeta);
   const limits = { maxBytes: run.deps.maxUpdateBytes, maxTensors: tensors.size };
-  const mean = fedAvg(
-    tensors,
-    stored.map((u, i) => ({
-      worker: u.worker,
-      samples: metas[i]!.samples,
-      weights:
-        (known.has(u.worker) ? run.accepted.get(u.worker)?.weights : undefined) ??
-        decodeWeights(u.weights, limits),
-    })),
-  );
-  const next = replaceInitializers(bytes, mean);
+  const updates = stored.map((u, i) => ({
+    worker: u.worker,
+    samples: metas[i]!.samples,
+    weights:
+      (known.has(u.worker) ? run.accepted.get(u.worker)?.weights : undefined) ??
+      decodeWeights(u.weights, limits),
+  }));
   const version = state.version + 1;
+  const result = combine(
+    await strategyOf(run),
+    tensors,
+    updates,
+    await strategyState(run, state.base, tensors.size),
+    state.round,
+  );
+  const next = replaceInitializers(bytes, result.weights);
+  if (result.state.kind !== 'none')
+    await store.saveStrategyState(version, encodeState(result.state));
   await store.saveModel(version, next);
   // The next round trains from it: kept, not read back and parsed again.
-  run.base = { version, bytes: next, tensors: mean };
+  run.base = { version, bytes: next, tensors: result.weights, strategyState: result.state };
   run.accepted.clear();
   const workers = stored.map((u) => u.worker);
-  await commitRound(run, { state, token, claim, workers, metas, model: next, version });
+  const report = { ...result.report, epsilon: epsilonOf(run.deps.config, state.round) };
+  await commitRound(run, { state, token, claim, workers, metas, model: next, version, report });
 }
 
 /** Commits the averaged round: the next one opens, or the job ends on its stop condition. */
@@ -348,6 +417,7 @@ async function commitRound(
     metas: readonly UpdateMeta[];
     model: Uint8Array;
     version: number;
+    report: Pick<AggregationReport, 'rejected' | 'clipped'> & { epsilon: number | undefined };
   },
 ): Promise<void> {
   const { config, store, log } = run.deps;
@@ -364,7 +434,7 @@ async function commitRound(
   };
   const committed =
     stop === undefined
-      ? await store.commit({ ...change, outcome: 'next', ...nextRound(run) })
+      ? await store.commit({ ...change, outcome: 'next', ...nextRound(run, state.round + 1) })
       : await store.commit({ ...change, outcome: 'done', nowMs: run.deps.now(), message: stop });
   if (!committed) return;
   log.info({ ...summary, stop }, 'round committed');
@@ -391,9 +461,10 @@ async function summarize(
     metas: readonly UpdateMeta[];
     model: Uint8Array;
     version: number;
+    report: Pick<AggregationReport, 'rejected' | 'clipped'> & { epsilon: number | undefined };
   },
 ): Promise<RoundSummary> {
-  const { state, workers, metas, model } = round;
+  const { state, workers, metas, model, report } = round;
   const trainMs = metas.map((m) => m.trainMs).filter((t): t is number => t !== undefined);
   const evaluated = await run.deps.evaluate?.(model);
   const loss = evaluated?.loss ?? reportedLoss(metas);
@@ -407,19 +478,23 @@ async function summarize(
     ...(trainMs.length === 0 ? {} : { slowestTrainMs: Math.max(...trainMs) }),
     ...(loss === undefined ? {} : { loss }),
     ...(evaluated === undefined ? {} : { accuracy: evaluated.accuracy }),
+    ...(report.rejected.length === 0 ? {} : { rejected: [...report.rejected] }),
+    ...(report.clipped.length === 0 ? {} : { clipped: [...report.clipped] }),
+    ...(report.epsilon === undefined ? {} : { epsilon: report.epsilon }),
   };
 }
 
-function nextRound(run: Run) {
+/** Round `round` as commit.lua (or open.lua) opens it. */
+function nextRound(run: Run, round: number) {
   const now = run.deps.now();
   const { config } = run.deps;
-  return { ...selection(config), nowMs: now, deadlineMs: now + config.round.timeoutMs };
+  return { ...selection(config, round), nowMs: now, deadlineMs: now + config.round.timeoutMs };
 }
 
 /** Nobody answered by the deadline: the same round again, its trainers told again. */
 async function retry(run: Run, state: RoundState, token: string): Promise<void> {
   const round = { round: state.round, token, outcome: 'retry' } as const;
-  if (!(await run.deps.store.commit({ ...round, ...nextRound(run) }))) return;
+  if (!(await run.deps.store.commit({ ...round, ...nextRound(run, state.round) }))) return;
   run.deps.log.warn({ round: state.round }, 'no update by the deadline: the round opens again');
   await tellOpenRound(run);
 }

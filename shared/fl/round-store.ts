@@ -7,6 +7,7 @@
  * next round — happens once, all at once. The updates stay stored until that commit, so an
  * aggregator killed mid-aggregation loses none of them.
  */
+import { randomInt } from 'node:crypto';
 import { hashTag, key, runScript } from '../redis/index.js';
 import type { RedisClient } from '../redis/index.js';
 import { claim, commit, offer, open } from './lua/index.js';
@@ -113,6 +114,17 @@ interface RoundStore {
   model(version: number): Promise<Buffer | undefined>;
   /** Drops a stored model version (one no round trains from and no one serves any more). */
   dropModel(version: number): Promise<void>;
+  /**
+   * What the strategy carried out of the round that made `version` (a server optimizer's
+   * moments), saved before that round commits, as its model is.
+   */
+  saveStrategyState(version: number, text: string): Promise<void>;
+  strategyState(version: number): Promise<string | undefined>;
+  /**
+   * The job's secret seed (central DP's noise), drawn by the first aggregator to ask and the same
+   * for every later one: a round aggregated again after a crash adds the same noise.
+   */
+  secretSeed(): Promise<number>;
   /** Round summaries (JSON, as committed), newest first. */
   history(): Promise<string[]>;
   /** The workers whose update the open (or claimed) round holds. */
@@ -241,6 +253,8 @@ function storeKeys(job: string) {
     workers: key('fl', tag, 'workers'),
     history: key('fl', tag, 'history'),
     model: (version: number) => key('fl', tag, 'model', String(version)),
+    strategy: (version: number) => key('fl', tag, 'strategy', String(version)),
+    seed: key('fl', tag, 'seed'),
   };
 }
 
@@ -314,7 +328,17 @@ function plain(
       return (await redis.getBuffer(keys.model(version))) ?? undefined;
     },
     async dropModel(version) {
-      await redis.unlink(keys.model(version));
+      await redis.unlink(keys.model(version), keys.strategy(version));
+    },
+    async saveStrategyState(version, text) {
+      await redis.set(keys.strategy(version), text);
+    },
+    async strategyState(version) {
+      return (await redis.get(keys.strategy(version))) ?? undefined;
+    },
+    async secretSeed() {
+      await redis.set(keys.seed, String(randomInt(2 ** 31)), 'NX');
+      return Number(await redis.get(keys.seed));
     },
     history: () => redis.lrange(keys.history, 0, -1),
     async submitted() {

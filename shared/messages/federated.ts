@@ -40,6 +40,72 @@ const trainingParameters = z
   })
   .strict();
 
+/** [0, 1): a moment's decay. */
+const decay = z.number().min(0).lt(1);
+const serverRate = {
+  /** The server's learning rate (Flower's eta). */
+  eta: z.number().positive(),
+  /** The trainers' (Flower's eta_l): informative, the trainers use `training.learningRate`. */
+  etaL: z.number().positive().optional(),
+  /** Adaptivity (Flower's tau). */
+  tau: z.number().positive(),
+};
+
+/**
+ * Flower's defaults for each server optimizer's parameters (fedadam.py, fedyogi.py,
+ * fedadagrad.py): what reconcile-tick fills in for a job that names the algorithm alone.
+ */
+const fedOptDefaults = {
+  fedadam: { kind: 'fedadam', eta: 1e-1, etaL: 1e-1, beta1: 0.9, beta2: 0.99, tau: 1e-9 },
+  fedyogi: { kind: 'fedyogi', eta: 1e-2, etaL: 0.0316, beta1: 0.9, beta2: 0.99, tau: 1e-3 },
+  fedadagrad: { kind: 'fedadagrad', eta: 1e-1, etaL: 1e-1, tau: 1e-9 },
+} as const;
+
+/** The strategies whose server step takes the mean of the updates (central DP can wrap them). */
+const averagingStrategy = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('fedavg') }).strict(),
+  /** mu is the trainers' proximal term (training.proximalMu); the server averages. */
+  z.object({ kind: z.literal('fedprox'), mu: z.number().min(0) }).strict(),
+  z
+    .object({ kind: z.enum(['fedadam', 'fedyogi']), ...serverRate, beta1: decay, beta2: decay })
+    .strict(),
+  z.object({ kind: z.literal('fedadagrad'), ...serverRate }).strict(),
+]);
+
+/**
+ * How the aggregator combines a round's updates (shared/fl/strategy: Flower's strategies by
+ * name and parameter). Central DP's noise seed is not here: the aggregator draws it and keeps it
+ * in the round store, out of every manifest and status.
+ */
+const flAggregation = z.union([
+  averagingStrategy,
+  z.object({ kind: z.literal('fedtrimmedavg'), beta: z.number().min(0).lt(0.5) }).strict(),
+  z
+    .object({ kind: z.literal('krum'), f: z.number().int().min(0), m: z.number().int().min(1) })
+    .strict(),
+  z
+    .object({
+      kind: z.literal('dp-fixed-clipping'),
+      noiseMultiplier: z.number().min(0),
+      clippingNorm: z.number().positive(),
+      /** The delta of the (epsilon, delta) reported per round. */
+      delta: z.number().positive().lt(1),
+      /** Trainers sampled per round: the clipped mean's divisor, and the noise's. */
+      sampled: z.number().int().min(1),
+      inner: averagingStrategy,
+    })
+    .strict(),
+]);
+
+/** Which trainers a round asks (Flower's fraction_fit and min_fit_clients), seeded per round. */
+const flSelection = z
+  .object({
+    fraction: z.number().min(0).max(1),
+    minimum: z.number().int().min(1),
+    seed: z.number().int(),
+  })
+  .strict();
+
 const flTrainer = z
   .object({
     name: workerName,
@@ -75,6 +141,8 @@ const flJobConfig = z
       })
       .strict(),
     training: trainingParameters,
+    aggregation: flAggregation.default({ kind: 'fedavg' }),
+    selection: flSelection.default({ fraction: 1, minimum: 1, seed: 1 }),
     /** A Dataset the aggregator evaluates every new model on. */
     evaluation: z
       .object({ url: z.string().min(1), format: z.string().min(1) })
@@ -85,6 +153,11 @@ const flJobConfig = z
   })
   .strict()
   .superRefine((config, ctx) => {
+    if (config.selection.minimum > config.trainers.length)
+      ctx.addIssue({
+        code: 'custom',
+        message: `selection.minimum ${config.selection.minimum} is more than the ${config.trainers.length} trainers`,
+      });
     const names = new Set<string>();
     for (const trainer of config.trainers) {
       if (names.has(trainer.name))
@@ -151,6 +224,9 @@ const flUpdateAttributes = z.object({
   fltrainms: decimal.optional(),
 });
 
+/** A worker whose update the strategy changed or left out, and the reason (never a value of it). */
+const verdict = z.object({ worker: workerName, reason: z.string().max(256) }).strict();
+
 /**
  * One round as the aggregator committed it: in the round store's history (which reconcile-tick
  * reads into the job's status) and in the round-completed event.
@@ -167,6 +243,11 @@ const roundSummary = z.object({
   slowestTrainMs: z.number().min(0).optional(),
   loss: z.number().min(0).optional(),
   accuracy: z.number().min(0).max(1).optional(),
+  /** Updates the strategy left out (Krum) or scaled to the clipping norm (central DP), and why. */
+  rejected: z.array(verdict).optional(),
+  clipped: z.array(verdict).optional(),
+  /** Central DP: the epsilon spent by the job so far (at the job's delta). */
+  epsilon: z.number().min(0).optional(),
 });
 
 /** A trainer that could not train: the job's restart policy judges its exit code. */
@@ -189,6 +270,7 @@ type RoundSummary = z.output<typeof roundSummary>;
 type TrainingParameters = z.output<typeof trainingParameters>;
 
 export {
+  fedOptDefaults,
   flJobConfig,
   flTrainerEnv,
   roundStarted,

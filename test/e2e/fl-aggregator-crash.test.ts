@@ -112,6 +112,8 @@ describe('fl-aggregator SIGKILLed mid-aggregation', () => {
       round: { minParticipants: 3, timeoutMs: 600_000, acceptFailures: true },
       stop: { maxRounds: 5, patience: 1 },
       training: { epochs: 1, batchSize: 10, learningRate: 0.05, seed: 1, proximalMu: 0 },
+      aggregation: { kind: 'fedavg' },
+      selection: { fraction: 1, minimum: 1, seed: 1 },
       evaluation: { url: `file://${join(dir, 'evaluation.csv')}`, format: 'csv' },
       publicUrl: url,
     };

@@ -13,14 +13,8 @@
 import { ValidationError } from '../../errors/index.js';
 import type { NamedTensors, Tensor } from '../weights.js';
 import { modelValues, toTensors } from './tensors.js';
+import { fedOptDefaults } from '../../messages/federated.js';
 import type { FedOpt, FedOptKind, StrategyState } from './types.js';
-
-/** Flower's defaults for each optimizer's parameters (fedadam.py, fedyogi.py, fedadagrad.py). */
-const fedOptDefaults = {
-  fedadam: { kind: 'fedadam', eta: 1e-1, etaL: 1e-1, beta1: 0.9, beta2: 0.99, tau: 1e-9 },
-  fedyogi: { kind: 'fedyogi', eta: 1e-2, etaL: 0.0316, beta1: 0.9, beta2: 0.99, tau: 1e-3 },
-  fedadagrad: { kind: 'fedadagrad', eta: 1e-1, etaL: 1e-1, tau: 1e-9 },
-} as const satisfies Record<FedOptKind, FedOpt>;
 
 /** The moments to start from: the state's (checked against the model), or zeros. */
 function startingMoments(

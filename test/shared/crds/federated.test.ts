@@ -134,7 +134,14 @@ describe('FederatedLearningJob spec', () => {
       ...spec,
       aggregationWorker: { ...(spec['aggregationWorker'] as Json), ...policy },
       trainingWorkers: workers.map((w) => ({ ...w, ...policy })),
-      roundPolicy: { minParticipants: '100%', roundTimeoutSeconds: 600, acceptFailures: true },
+      roundPolicy: {
+        minParticipants: '100%',
+        roundTimeoutSeconds: 600,
+        acceptFailures: true,
+        fractionFit: 1,
+        minFitClients: 1,
+      },
+      aggregation: { algorithm: 'FedAvg' },
       stopCondition: { patience: 1 },
       cleanPolicy: 'All',
       modelUpdate: 'OnCompletion',
@@ -156,6 +163,8 @@ describe('FederatedLearningJob spec', () => {
       }),
     );
     expect(parsed.roundPolicy).toEqual({
+      fractionFit: 1,
+      minFitClients: 1,
       minParticipants: '60%',
       roundTimeoutSeconds: 30,
       acceptFailures: false,
@@ -247,9 +256,24 @@ describe('FederatedLearningJob spec', () => {
     ],
     ['no epoch', { training: { epochs: 0 } }, /^spec\.training\.epochs: Too small/],
     [
-      'an algorithm to come',
-      { aggregation: { algorithm: 'FedProx' } },
-      /^spec\.aggregation\.algorithm: Invalid input: expected "FedAvg"$/,
+      'an unknown algorithm',
+      { aggregation: { algorithm: 'FedMedian' } },
+      /^spec\.aggregation\.algorithm: Invalid option: expected one of "FedAvg"\|"FedProx"/,
+    ],
+    [
+      'privacy around Krum',
+      { aggregation: { algorithm: 'Krum', privacy: { noiseMultiplier: 1, clippingNorm: 1 } } },
+      /^spec\.aggregation\.privacy: privacy needs an averaging algorithm .*, not Krum$/,
+    ],
+    [
+      'more trainers per round than the job has',
+      { roundPolicy: { minFitClients: 9 } },
+      /^spec\.roundPolicy\.minFitClients: 9 trainers per round asked for, but the job has/,
+    ],
+    [
+      'a fraction over 1',
+      { roundPolicy: { fractionFit: 1.5 } },
+      /^spec\.roundPolicy\.fractionFit: Too big/,
     ],
     ['an unknown clean policy', { cleanPolicy: 'Some' }, /^spec\.cleanPolicy: Invalid option/],
     ['an unknown model update', { modelUpdate: 'Always' }, /^spec\.modelUpdate: Invalid option/],

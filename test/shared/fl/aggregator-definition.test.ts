@@ -41,6 +41,8 @@ const config: FlJobConfig = {
   round: { minParticipants: 2, timeoutMs: 60_000, acceptFailures: true },
   stop: { maxRounds: 3, patience: 1 },
   training: { epochs: 1, batchSize: 10, learningRate: 0.05, seed: 1, proximalMu: 0 },
+  aggregation: { kind: 'fedavg' },
+  selection: { fraction: 1, minimum: 1, seed: 1 },
   publicUrl: 'http://digits-aggregator.default.svc.cluster.local',
 };
 

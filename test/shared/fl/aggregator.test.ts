@@ -48,6 +48,8 @@ function config(over: Partial<FlJobConfig> = {}): FlJobConfig {
     round: { minParticipants: 3, timeoutMs: 60_000, acceptFailures: true },
     stop: { maxRounds: 5, patience: 1 },
     training: { epochs: 1, batchSize: 10, learningRate: 0.05, seed: 1, proximalMu: 0 },
+    aggregation: { kind: 'fedavg' },
+    selection: { fraction: 1, minimum: 1, seed: 1 },
     publicUrl: 'http://digits-aggregator.default.svc.cluster.local',
     ...over,
   };
@@ -178,6 +180,116 @@ describe('the federated aggregator', () => {
     expect(told.map((t) => [t.trainer, t.event.round, t.event.base])).toEqual(
       trainers.map((t) => [t, 2, 1]),
     );
+  });
+
+  it('asks a seeded fraction of the trainers each round, and only tells those', async () => {
+    const many = Array.from({ length: 20 }, (_, i) => `edge${String(i).padStart(2, '0')}`);
+    const job = {
+      trainers: many.map((name) => ({ name, node: name, url: `http://${name}` })),
+      round: { minParticipants: 20, timeoutMs: 60_000, acceptFailures: true },
+      selection: { fraction: 0.1, minimum: 1, seed: 7 },
+    };
+    const agg = aggregator(job);
+    await agg.start();
+    const first = (await store.state())?.selected ?? [];
+    expect(first).toHaveLength(2);
+    expect(told.map((t) => t.trainer)).toEqual(first);
+    // The quorum is of the selected: their two updates close the round.
+    for (const worker of first) await send(agg, worker, 1, 10);
+    expect(
+      await send(
+        agg,
+        many.find((w) => !first.includes(w))!,
+        1,
+        10,
+      ),
+    ).toMatchObject({
+      kind: 'refused',
+    });
+    await agg.tick();
+    const second = (await store.state())?.selected ?? [];
+    expect(second).toHaveLength(2);
+    expect(second).not.toEqual(first);
+    // Another replica (or a restart) draws the same rounds.
+    const again = createRoundStore(redis.client, `default/digits/${randomUUID()}`);
+    store = again;
+    told = [];
+    await aggregator(job).start();
+    expect((await store.state())?.selected).toEqual(first);
+  });
+
+  it('aggregates with Krum: the poisoned update is left out and named in the summary', async () => {
+    const agg = aggregator({ aggregation: { kind: 'krum', f: 1, m: 1 } });
+    await agg.start();
+    await send(agg, 'edge0', 1, 10);
+    await send(agg, 'edge1', 1.1, 10);
+    await send(agg, 'edge2', -500, 10);
+    await agg.tick();
+    const averaged = readInitializers((await agg.model(1))!);
+    for (const tensor of averaged.values())
+      for (const v of tensor.values)
+        expect([1, 1.1].some((x) => Math.abs(v - x) <= 1e-6)).toBe(true);
+    expect(announced[0]?.rejected?.map((r) => r.worker)).toContain('edge2');
+    expect(JSON.stringify(announced[0])).not.toMatch(/-500/);
+  });
+
+  it('carries the FedAdam moments from round to round through the store, as a restart finds them', async () => {
+    const fedadam = {
+      kind: 'fedadam',
+      eta: 0.1,
+      beta1: 0.9,
+      beta2: 0.99,
+      tau: 1e-9,
+    } as const;
+    const agg = aggregator({ aggregation: fedadam });
+    await agg.start();
+    for (const w of trainers) await send(agg, w, 1, 10);
+    await agg.tick();
+    expect(await store.strategyState(1)).toMatch(/moments/);
+    // A new process (nothing in memory) aggregates round 2 from the stored moments.
+    const fresh = aggregator({ aggregation: fedadam });
+    await fresh.start();
+    for (const w of trainers) await send(fresh, w, 1, 10, 2, 1);
+    await fresh.tick();
+    const restarted = readInitializers((await store.model(2))!);
+    // The same two rounds in one process give the same bytes.
+    const other = createRoundStore(redis.client, `default/digits/${randomUUID()}`);
+    store = other;
+    const one = aggregator({ aggregation: fedadam });
+    await one.start();
+    for (const w of trainers) await send(one, w, 1, 10);
+    await one.tick();
+    for (const w of trainers) await send(one, w, 1, 10, 2, 1);
+    await one.tick();
+    const continuous = readInitializers((await store.model(2))!);
+    for (const [name, t] of continuous) expect(restarted.get(name)?.values).toEqual(t.values);
+  });
+
+  it('clips and noises under central DP, naming the clipped updates and the epsilon spent', async () => {
+    const dp = {
+      kind: 'dp-fixed-clipping',
+      noiseMultiplier: 1,
+      clippingNorm: 0.5,
+      delta: 1e-5,
+      sampled: 3,
+      inner: { kind: 'fedavg' },
+    } as const;
+    const agg = aggregator({ aggregation: dp });
+    await agg.start();
+    await send(agg, 'edge0', 5, 10);
+    await send(agg, 'edge1', 5, 10);
+    await send(agg, 'edge2', 5, 10);
+    await agg.tick();
+    const summary = announced[0]!;
+    expect(summary.clipped?.map((c) => c.worker)).toEqual(trainers);
+    expect(summary.epsilon).toBeGreaterThan(0);
+    // Round 2 has spent more.
+    for (const w of trainers) await send(agg, w, 5, 10, 2, 1);
+    await agg.tick();
+    expect(announced[1]!.epsilon).toBeGreaterThan(summary.epsilon!);
+    // The noise seed is the store's secret, not in the summary or the config.
+    const seed = await store.secretSeed();
+    expect(JSON.stringify(announced)).not.toContain(String(seed));
   });
 
   it('closes on its quorum; a straggler after that is told the round is over', async () => {
