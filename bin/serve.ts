@@ -1,11 +1,11 @@
 /**
  * Container entry point: serves the function named by FUNCTION_TARGET on PORT (the
- * functions-framework conventions), and drains in-flight requests on SIGTERM, which Knative
- * sends before it removes a pod.
+ * functions-framework conventions) from `node:http` directly (shared/http/server.ts), crash-only
+ * (shared/http/lifecycle.ts): SIGTERM, which Knative sends before it removes a pod, drains and
+ * exits 0; an uncaught exception or unhandled rejection is logged, drains and exits 1.
  */
-import type { Server } from 'node:http';
 import { loadConfig } from '../shared/config/index.js';
-import { buildServer } from '../shared/http/index.js';
+import { serveFunction } from '../shared/http/index.js';
 import type { FunctionFactory } from '../shared/http/index.js';
 import { createTelemetry } from '../shared/telemetry/index.js';
 
@@ -25,7 +25,8 @@ const functions: Readonly<Record<string, () => Promise<{ default: FunctionFactor
   router: () => import('../functions/router/index.js'),
   'upstream-status': () => import('../functions/upstream-status/index.js'),
 };
-const drainMs = 20_000;
+/** How long the requests in flight get to finish once draining starts. */
+const drainTimeoutMs = 20_000;
 
 async function main(): Promise<void> {
   const config = loadConfig();
@@ -40,36 +41,15 @@ async function main(): Promise<void> {
   }
   const telemetry = createTelemetry({ functionName: target, level: config.logLevel });
   const instance = await (await load()).default({ config, telemetry });
-  const server: Server = buildServer(instance.definition, {
+  serveFunction({
+    definition: instance.definition,
+    close: () => instance.close(),
     telemetry,
+    port: config.port,
     bodyLimitBytes: config.bodyLimitBytes,
     readinessTimeoutMs: config.readinessTimeoutMs,
+    drainTimeoutMs,
   });
-  server.listen(config.port, () => {
-    const address = server.address();
-    const port = typeof address === 'object' && address !== null ? address.port : config.port;
-    telemetry.log.info({ port }, 'serving');
-  });
-
-  const stop = (signal: string) => {
-    telemetry.log.info({ signal }, 'draining');
-    const force = setTimeout(() => process.exit(1), drainMs).unref();
-    server.close(() => {
-      instance.close().then(
-        () => {
-          clearTimeout(force);
-          process.exit(0);
-        },
-        (err: unknown) => {
-          telemetry.log.error({ err }, 'close failed');
-          process.exit(1);
-        },
-      );
-    });
-    server.closeIdleConnections();
-  };
-  process.once('SIGTERM', stop);
-  process.once('SIGINT', stop);
 }
 
 main().catch((err: unknown) => {

@@ -1,10 +1,13 @@
 /**
- * The two servers bench/harness compares, one per child process so each gets a core of its own:
- * `hello` is a bare functions-framework HTTP function; `edgeai` is a function built with
- * shared/http that decodes the same 3 KB binary CloudEvent, validates its data and replies with
- * an event. Sends { port } over IPC once listening.
+ * The three servers bench/harness compares, one per child process so each gets a core of its
+ * own: `node` is a bare `node:http` hello (the ceiling: no framework at all); `ff` is a bare
+ * functions-framework HTTP function, served the stock way (its own Express server); `edgeai` is a
+ * function built with shared/http, served by shared/http's front, that decodes the same 3 KB
+ * binary CloudEvent, validates its data and replies with an event. Sends { port } over IPC once
+ * listening, then answers each IPC message with its CPU time so far ({ cpuUs }).
  */
 import { once } from 'node:events';
+import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { http } from '@google-cloud/functions-framework';
 import { getTestServer } from '@google-cloud/functions-framework/testing';
@@ -14,7 +17,14 @@ import { createTelemetry } from '../../shared/telemetry/index.js';
 
 const mode = process.argv[2];
 
-function hello(): Server {
+/** The least a server can do: answer at once (Node reads and drops the body it did not read). */
+function node(): Server {
+  return createServer((_req, res) => {
+    res.end('hello');
+  });
+}
+
+function ff(): Server {
   http('hello', (_req, res) => {
     res.send('hello');
   });
@@ -44,10 +54,17 @@ function edgeai(): Server {
   return buildServer(definition, { telemetry, bodyLimitBytes: 1 << 20, readinessTimeoutMs: 1000 });
 }
 
-const server = mode === 'hello' ? hello() : mode === 'edgeai' ? edgeai() : undefined;
-if (server === undefined) throw new Error(`mode must be hello or edgeai, got ${mode}`);
+const servers: Record<string, () => Server> = { node, ff, edgeai };
+const make = mode === undefined ? undefined : servers[mode];
+if (make === undefined) throw new Error(`mode must be node, ff or edgeai, got ${mode}`);
+const server = make();
 server.listen(0, '127.0.0.1');
 await once(server, 'listening');
 const address = server.address();
 if (address === null || typeof address === 'string') throw new Error('no address');
 process.send?.({ port: address.port });
+// The bench asks for this process's CPU time around each round (CPU per request).
+process.on('message', () => {
+  const { user, system } = process.cpuUsage();
+  process.send?.({ cpuUs: user + system });
+});

@@ -1,13 +1,18 @@
 /**
  * The request path shared by every function: health and metrics endpoints, CloudEvent decoding
- * and dispatch by type, plain HTTP routes, and one answer contract (docs/writing-a-function.md "Answers").
- * It uses node:http types only, so it runs the same under functions-framework's Express app.
+ * and dispatch by type, plain HTTP routes, and one answer contract (docs/writing-a-function.md
+ * "Answers"). It takes a request whose body is already read (server.ts, framework.ts) and uses
+ * node:http types only.
  *
- * The path is synchronous up to the function's own handler, and the only promise per request is
- * the one that handler returns: functions-framework loads `domain`, which turns on async hooks
- * for every promise in the process, so each avoided promise is measurable throughput.
+ * Crash-only at the edge of every request: whatever goes wrong while answering (an answer that
+ * does not serialize, a header Node refuses, a body of the wrong type, a client that is gone) is
+ * logged with the request's trace id and ends that request — a 500 when nothing was sent yet,
+ * a cut connection when the answer had started — and never escapes as an exception or a
+ * rejection. What escapes from elsewhere (a handler's stray timer or promise) is the process's
+ * business (lifecycle.ts), which learns from `inFlight` which requests were being served.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import {
   MethodNotAllowedError,
@@ -34,9 +39,6 @@ interface HandlerOptions {
   readinessTimeoutMs: number;
 }
 
-/** A request whose body the front server has already read (see server.ts). */
-type BufferedRequest = IncomingMessage & { rawBody?: Buffer };
-
 /** What the handler writes: a function's answer, an error, or raw text (metrics). */
 type Written =
   | Answer
@@ -47,18 +49,21 @@ type Written =
 interface Pending {
   kind: string;
   replies: readonly string[];
-  answer: Written | Promise<Written>;
+  answer: Promise<Written>;
 }
 
 /** Fields of the request's log line, also bound to `ctx.log` when a handler asks for it. */
 type Bindings = Record<string, unknown>;
+
+/** nginx's "client closed request": logged and counted for a request whose client left first. */
+const clientGone = 499;
 
 /**
  * One request in flight: what its answer and its log line need, and the context its handler
  * sees. One object per request, with the logger made only if the handler asks for it.
  */
 class Exchange implements RequestContext {
-  readonly bindings: Bindings = {};
+  readonly bindings: Bindings;
   readonly started = performance.now();
   readonly traceparent: string;
   readonly headers: IncomingMessage['headers'];
@@ -67,12 +72,18 @@ class Exchange implements RequestContext {
   constructor(
     readonly req: IncomingMessage,
     readonly res: ServerResponse,
+    /** The request's path, without its query (the front checked its percent-encoding). */
+    readonly path: string,
     private readonly root: Logger,
   ) {
     const span = startSpan(req.headers['traceparent']);
-    this.bindings['traceId'] = span.traceId;
+    this.bindings = { traceId: span.traceId };
     this.traceparent = span.traceparent;
     this.headers = req.headers;
+  }
+
+  get traceId(): string {
+    return this.bindings['traceId'] as string;
   }
 
   get log(): Logger {
@@ -81,12 +92,34 @@ class Exchange implements RequestContext {
   }
 }
 
-const emptyBody = Buffer.alloc(0);
 const endpoints = new Set(['/health/liveness', '/health/readiness', '/metrics']);
 const noReplies: readonly string[] = [];
+const jsonUtf8 = 'application/json; charset=utf-8';
 
 function header(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
+}
+
+/** The path of a request URL: everything before its query. */
+function pathOf(url: string | undefined): string {
+  if (url === undefined) return '/';
+  const query = url.indexOf('?');
+  return query === -1 ? url : url.slice(0, query);
+}
+
+/**
+ * The path of `url`, refused (400, in the JSON error format) when its percent-encoding is
+ * broken: the routes decode their parameters without looking again.
+ */
+function checkedPath(url: string | undefined): string {
+  const path = pathOf(url);
+  if (!path.includes('%')) return path;
+  try {
+    decodeURIComponent(path);
+  } catch {
+    throw new ValidationError(`request path ${JSON.stringify(path)} is not valid percent-encoding`);
+  }
+  return path;
 }
 
 function matchRoute(
@@ -99,7 +132,7 @@ function matchRoute(
     const want = route.segments[i]!;
     const got = parts[i]!;
     if (want.startsWith(':')) {
-      const value = decodeURIComponent(got); // the front server refused broken encodings
+      const value = decodeURIComponent(got); // the front refused broken encodings
       if (value === '' || value.includes('/')) return undefined;
       params[want.slice(1)] = value;
     } else if (want !== got) {
@@ -139,6 +172,10 @@ interface Served {
   readonly eventRoutes: ReadonlyMap<string, EventRoute>;
   /** The consumed types, listed in the 400 for an event of another type. */
   readonly handledTypes: string;
+  /** Requests dispatched and not yet answered. */
+  readonly inFlight: Set<Exchange>;
+  /** Why the process is draining; readiness answers 503 and answers close their connection. */
+  draining: string | undefined;
 }
 
 /** What a request refused before dispatch is counted and checked as. */
@@ -146,6 +183,13 @@ const rejected: Pick<Pending, 'kind' | 'replies'> = { kind: 'rejected', replies:
 
 /** GET /health/readiness: every probe within the timeout, 503 naming the ones that failed. */
 async function readiness(served: Served): Promise<Written> {
+  if (served.draining !== undefined) {
+    return {
+      kind: 'json',
+      status: 503,
+      body: { status: 'unavailable', checks: { serving: `draining (${served.draining})` } },
+    };
+  }
   const results = await Promise.all(
     served.definition.readiness.map(async (probe) => {
       try {
@@ -171,37 +215,36 @@ async function metrics(served: Served): Promise<Written> {
   return { kind: 'text', status: 200, contentType: telemetry.registry.contentType, body };
 }
 
+const alive: Promise<Written> = Promise.resolve({ kind: 'json', body: { status: 'alive' } });
+
 /** The health and metrics endpoints every function serves, GET only. */
-function endpoint(served: Served, method: string, path: string): Written | Promise<Written> {
+function endpoint(served: Served, method: string, path: string): Promise<Written> {
   if (method !== 'GET') {
-    return {
-      kind: 'error',
-      err: new MethodNotAllowedError(`${method} ${path} is not served`, ['GET']),
-    };
+    const err = new MethodNotAllowedError(`${method} ${path} is not served`, ['GET']);
+    return Promise.resolve({ kind: 'error', err });
   }
   if (path === '/health/readiness') return readiness(served);
   if (path === '/metrics') return metrics(served);
-  return { kind: 'json', body: { status: 'alive' } };
+  return alive;
 }
 
 /**
  * Routes one request, in this order: the endpoints, the Content-Type (400 if unparsable), a
  * CloudEvent on POST, then the HTTP routes. Throws what the request is answered with.
  */
-function dispatch(served: Served, exchange: Exchange, path: string): Pending {
-  const req: BufferedRequest = exchange.req;
+function dispatch(served: Served, exchange: Exchange, body: Buffer): Pending {
+  const { req, path } = exchange;
   const method = req.method ?? 'GET';
   if (endpoints.has(path)) {
     return { kind: path, replies: noReplies, answer: endpoint(served, method, path) };
   }
-  const body = req.rawBody ?? emptyBody;
   const contentType = header(req.headers['content-type']);
   const media = contentType === undefined ? undefined : parseMediaType(contentType, 'Content-Type');
   if (method === 'POST') {
     const event = decodeEvent(req.headers, body, media);
     if (event !== undefined) return dispatchEvent(served, exchange, event);
   }
-  return dispatchRoute(served, exchange, method, path, body, media);
+  return dispatchRoute(served, exchange, method, body, media);
 }
 
 /** A CloudEvent: its fields on the log line, then its type's route (400 for another type). */
@@ -224,11 +267,11 @@ function dispatchRoute(
   served: Served,
   exchange: Exchange,
   method: string,
-  path: string,
   body: Buffer,
   media: MediaType | undefined,
 ): Pending {
   const { definition } = served;
+  const { path } = exchange;
   const parts = path.split('/').slice(1);
   const allowed: string[] = [];
   for (const route of definition.routes) {
@@ -238,19 +281,16 @@ function dispatchRoute(
       allowed.push(route.method);
       continue;
     }
-    const kind = `${route.method} ${route.path}`;
+    const input = {
+      body: route.raw
+        ? { bytes: body, contentType: exchange.req.headers['content-type'] }
+        : routeBody(body, media),
+      params,
+    };
     return {
-      kind,
+      kind: `${route.method} ${route.path}`,
       replies: noReplies,
-      answer: route.run(
-        {
-          body: route.raw
-            ? { bytes: body, contentType: exchange.req.headers['content-type'] }
-            : routeBody(body, media),
-          params,
-        },
-        exchange,
-      ),
+      answer: route.run(input, exchange),
     };
   }
   const eventsEndpoint = path === '/' && definition.events.length > 0;
@@ -266,13 +306,19 @@ function dispatchRoute(
   throw new NotFoundError(`no route for ${method} ${path}`);
 }
 
-/** One writeHead per answer: cheaper than a setHeader per header. */
+/**
+ * One writeHead per answer (cheaper than a setHeader per header), with its Content-Length: the
+ * answer goes out in one write, not as chunked encoding's three pieces. Returns the status.
+ */
 function send(
   res: ServerResponse,
   status: number,
   headers: Record<string, string>,
   body: string | Uint8Array | undefined,
 ): number {
+  headers['content-length'] = String(
+    body === undefined ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength,
+  );
   res.writeHead(status, headers);
   res.end(body);
   return status;
@@ -281,15 +327,14 @@ function send(
 /** Writes an answer of any kind with the request's traceparent; returns its status. */
 function write(
   served: Served,
-  res: ServerResponse,
+  exchange: Exchange,
   written: Written,
   pending: Pick<Pending, 'replies'>,
-  traceparent: string,
-  path: string,
 ): number {
+  const { res, traceparent } = exchange;
   switch (written.kind) {
     case 'reply':
-      return writeReply(served, res, written, pending, traceparent, path);
+      return writeReply(served, exchange, written, pending);
     case 'bytes':
       return send(
         res,
@@ -299,13 +344,15 @@ function write(
       );
     case 'accepted':
       return send(res, 202, { traceparent }, undefined);
-    case 'json':
-      return send(
-        res,
-        written.status ?? 200,
-        { ...written.headers, traceparent, 'content-type': 'application/json; charset=utf-8' },
-        JSON.stringify(written.body),
-      );
+    case 'json': {
+      // Serialized before anything is written: a body that does not serialize is a clean 500.
+      const body = JSON.stringify(written.body);
+      const headers =
+        written.headers === undefined
+          ? { traceparent, 'content-type': jsonUtf8 }
+          : { ...written.headers, traceparent, 'content-type': jsonUtf8 };
+      return send(res, written.status ?? 200, headers, body);
+    }
     case 'text':
       return send(
         res,
@@ -314,43 +361,36 @@ function write(
         written.body,
       );
     case 'error':
-      return writeError(served, res, written.err, traceparent, path);
+      return writeError(served, exchange, written.err);
   }
 }
 
 /** A reply event in binary mode; a type the route did not declare is a 500 instead. */
 function writeReply(
   served: Served,
-  res: ServerResponse,
+  exchange: Exchange,
   written: Extract<Written, { kind: 'reply' }>,
   pending: Pick<Pending, 'replies'>,
-  traceparent: string,
-  path: string,
 ): number {
   const { definition } = served;
   if (!pending.replies.includes(written.event.type)) {
     const err = new Error(`${definition.name} replied with undeclared type ${written.event.type}`);
-    return writeError(served, res, err, traceparent, path);
+    return writeError(served, exchange, err);
   }
   const { headers, body } = encodeBinary({
     ...written.event,
     source: written.event.source ?? definition.source,
   });
-  headers['traceparent'] = traceparent;
-  return send(res, 200, headers, body);
+  headers['traceparent'] = exchange.traceparent;
+  return send(exchange.res, 200, headers, body);
 }
 
 /** An error as the project's answer body, or as OIP's `{"error": message}` where asked. */
-function writeError(
-  served: Served,
-  res: ServerResponse,
-  err: unknown,
-  traceparent: string,
-  path: string,
-): number {
+function writeError(served: Served, exchange: Exchange, err: unknown): number {
   const answer = errorAnswer(err);
+  const { res, traceparent } = exchange;
   // KServe's client reads an error's body only when its Content-Type is exactly this.
-  if (served.definition.errorMessageOnly?.(path) === true) {
+  if (served.definition.errorMessageOnly?.(exchange.path) === true) {
     return send(
       res,
       answer.status,
@@ -361,58 +401,139 @@ function writeError(
   return send(
     res,
     answer.status,
-    { ...answer.headers, traceparent, 'content-type': 'application/json; charset=utf-8' },
+    { ...answer.headers, traceparent, 'content-type': jsonUtf8 },
     JSON.stringify(answer.body),
   );
 }
 
-/** Writes the answer, then the request's metric and its one log line. */
+const internalError = JSON.stringify(errorAnswer(undefined).body);
+
+/**
+ * Writing the answer threw. Before anything was sent: a plain 500. After (the head is out, the
+ * body is not): the connection is cut, so the client sees a broken answer, never a wrong one.
+ */
+function answerFailed(served: Served, exchange: Exchange, err: unknown): number {
+  const { res } = exchange;
+  safely(() => served.telemetry.log.error({ traceId: exchange.traceId, err }, 'answer failed'));
+  if (!res.headersSent) {
+    try {
+      return send(
+        res,
+        500,
+        { traceparent: exchange.traceparent, 'content-type': jsonUtf8 },
+        internalError,
+      );
+    } catch {
+      // Not even that could be written: cut the connection below.
+    }
+  }
+  res.destroy();
+  return 500;
+}
+
+/**
+ * An answer larger than the socket takes at once ended with its connection: when the socket
+ * failed (the client reset it, or left and the next write broke), the client left mid-answer.
+ */
+function cutShort(served: Served, exchange: Exchange, socket: Socket | null): void {
+  const err = socket?.errored;
+  if (err === null || err === undefined) return;
+  const code = (err as { code?: unknown }).code;
+  safely(() =>
+    served.telemetry.log.warn(
+      { traceId: exchange.traceId, path: exchange.req.url, code },
+      'client gone before the whole answer was sent',
+    ),
+  );
+}
+
+/** Writes the answer, then the request's metric and its one log line. Never throws. */
 function finish(
   served: Served,
   exchange: Exchange,
   written: Written,
   pending: Pick<Pending, 'kind' | 'replies'>,
 ): void {
-  const { telemetry } = served;
-  const { req, res, bindings } = exchange;
-  const path = (req.url ?? '/').split('?', 1)[0]!;
-  const status = write(served, res, written, pending, exchange.traceparent, path);
-  const seconds = (performance.now() - exchange.started) / 1000;
-  telemetry.observe(pending.kind, status, seconds);
-  const line: Record<string, unknown> = bindings;
-  line['method'] = req.method;
-  line['path'] = req.url;
-  line['status'] = status;
-  line['ms'] = Math.round(seconds * 1e4) / 10;
-  if (status >= 500 && written.kind === 'error')
-    telemetry.log.error({ ...line, err: written.err }, 'request failed');
-  else telemetry.log.info(line, 'request');
+  served.inFlight.delete(exchange);
+  const { res } = exchange;
+  let status = clientGone;
+  if (!res.destroyed) {
+    if (served.draining !== undefined) res.shouldKeepAlive = false;
+    try {
+      status = write(served, exchange, written, pending);
+      // Still being written (a large answer): see how it ends. Small ones are out already.
+      if (!res.writableFinished) {
+        const { socket } = res;
+        res.once('close', () => cutShort(served, exchange, socket));
+      }
+    } catch (err) {
+      status = answerFailed(served, exchange, err);
+    }
+  }
+  // A log line that fails (a binding that does not serialize) has nothing left to tell it to.
+  safely(() => record(served, exchange, status, written, pending.kind));
 }
 
-/** Serves one buffered request: dispatch, then finish once its answer is known. */
-function serve(served: Served, req: BufferedRequest, res: ServerResponse): void {
-  const exchange = new Exchange(req, res, served.telemetry.log);
-  const path = (req.url ?? '/').split('?', 1)[0]!;
+/** Runs `work`, which only reports: a failure to report must not become a second failure. */
+function safely(work: () => void): void {
+  try {
+    work();
+  } catch {
+    // Nothing left to report it to.
+  }
+}
+
+/** The request's metric and its one log line. */
+function record(
+  served: Served,
+  exchange: Exchange,
+  status: number,
+  written: Written,
+  kind: string,
+): void {
+  const { telemetry } = served;
+  const seconds = (performance.now() - exchange.started) / 1000;
+  telemetry.observe(kind, status, seconds);
+  const line = exchange.bindings;
+  line['method'] = exchange.req.method;
+  line['path'] = exchange.req.url;
+  line['status'] = status;
+  line['ms'] = Math.round(seconds * 1e4) / 10;
+  if (status >= 500 && written.kind === 'error') {
+    telemetry.log.error({ ...line, err: written.err }, 'request failed');
+  } else if (status === clientGone) {
+    telemetry.log.warn(line, 'client gone before the answer');
+  } else {
+    telemetry.log.info(line, 'request');
+  }
+}
+
+/** Serves one request whose body is read: dispatch, then finish once its answer is known. */
+function serve(
+  served: Served,
+  req: IncomingMessage,
+  res: ServerResponse,
+  body: Buffer,
+  path: string,
+): void {
+  const exchange = new Exchange(req, res, path, served.telemetry.log);
+  served.inFlight.add(exchange);
   let pending: Pending;
   try {
-    pending = dispatch(served, exchange, path);
+    pending = dispatch(served, exchange, body);
   } catch (err) {
     return finish(served, exchange, { kind: 'error', err }, rejected);
   }
-  const { answer } = pending;
-  if (answer instanceof Promise) {
-    answer.then(
-      (written) => finish(served, exchange, written, pending),
-      (err: unknown) => finish(served, exchange, { kind: 'error', err }, pending),
-    );
-  } else {
-    finish(served, exchange, answer, pending);
-  }
+  // Promise.resolve: a handler written in plain JavaScript may return something else.
+  Promise.resolve(pending.answer).then(
+    (written) => finish(served, exchange, written, pending),
+    (err: unknown) => finish(served, exchange, { kind: 'error', err }, pending),
+  );
 }
 
 /**
- * Builds the handler for one function. `handle` serves a request whose body is in
- * `req.rawBody`; `reject` answers one that failed before that (oversize body, bad encoding).
+ * Builds the handler for one function: `handle` serves a request whose body is read,
+ * `reject` answers one that failed before that (oversize body, bad encoding).
  */
 function createHandler(definition: FunctionDefinition, options: HandlerOptions) {
   const eventRoutes = new Map(definition.events.map((route) => [route.type, route]));
@@ -422,20 +543,29 @@ function createHandler(definition: FunctionDefinition, options: HandlerOptions) 
     telemetry: options.telemetry,
     eventRoutes,
     handledTypes: [...eventRoutes.keys()].join(', ') || 'none',
+    inFlight: new Set(),
+    draining: undefined,
   };
   return {
-    /** Serves one request whose body is already buffered. Never throws. */
-    handle(req: BufferedRequest, res: ServerResponse): void {
-      serve(served, req, res);
+    /** Serves one request; `path` is its URL's path, percent-encoding checked. Never throws. */
+    handle(req: IncomingMessage, res: ServerResponse, body: Buffer, path: string): void {
+      serve(served, req, res, body, path);
     },
     /** Answers a request that failed before dispatch (body too large, unreadable). */
     reject(req: IncomingMessage, res: ServerResponse, err: unknown): void {
-      finish(
-        served,
-        new Exchange(req, res, served.telemetry.log),
-        { kind: 'error', err },
-        rejected,
-      );
+      const exchange = new Exchange(req, res, pathOf(req.url), served.telemetry.log);
+      finish(served, exchange, { kind: 'error', err }, rejected);
+    },
+    /** The trace ids of the requests dispatched and not yet answered. */
+    inFlight(): string[] {
+      return [...served.inFlight].map((exchange) => exchange.traceId);
+    },
+    /**
+     * From now on readiness answers 503 naming `reason`, and every answer, those in flight
+     * included, closes its connection (`Connection: close`).
+     */
+    drain(reason: string): void {
+      served.draining ??= reason;
     },
   };
 }
@@ -450,5 +580,5 @@ function decodeJsonBody(bytes: Buffer, contentType: string | undefined): unknown
   );
 }
 
-export { decodeJsonBody, createHandler };
-export type { Handler, HandlerOptions, BufferedRequest };
+export { decodeJsonBody, createHandler, checkedPath, safely };
+export type { Handler, HandlerOptions };

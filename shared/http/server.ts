@@ -1,37 +1,35 @@
 /**
- * The only file that imports functions-framework. A function is registered as a
- * functions-framework HTTP function (a `cloudEvent` function cannot answer with a reply event),
- * and its server is functions-framework's own Express server with one change in front: the body
- * is read here, under the configured limit, before Express sees the request. The framework's
- * parsers would buffer up to 1 GB and reject JSON scalars such as `"hello"`, a valid event body;
- * they skip a request whose body was already consumed.
+ * The front every function is served by in its container: `node:http` itself, with nothing
+ * between the socket and the handler but what this file does: refuse a path with broken
+ * percent-encoding, read the body under the configured limit (chunked and compressed bodies
+ * included, aligned when the function asks), then hand the request to the handler.
+ * functions-framework stays the programming model (framework.ts), not the request path.
  */
-import type { Server } from 'node:http';
-import { http } from '@google-cloud/functions-framework';
-import { getTestServer } from '@google-cloud/functions-framework/testing';
-import { ValidationError } from '../errors/index.js';
+import { createServer } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Telemetry } from '../telemetry/index.js';
 import { readBody } from './body.js';
 import type { FunctionDefinition } from './define.js';
-import { createHandler } from './handler.js';
-import type { BufferedRequest } from './handler.js';
+import { checkedPath, createHandler } from './handler.js';
+import type { Handler } from './handler.js';
 
 /**
- * Express's router answers a path with broken percent-encoding with an HTML page carrying a
- * stack trace; refuse such paths here, in the JSON error format.
+ * Timeouts for life behind Knative's queue-proxy, a container's only client. queue-proxy
+ * forwards through knative/pkg's NewProxyAutoTransport (knative/serving
+ * pkg/queue/sharedmain/main.go `buildTransport`; knative/pkg network/transports.go
+ * `newHTTPTransport`), a clone of Go's http.DefaultTransport, which keeps an idle keep-alive
+ * connection for 90 s (IdleConnTimeout). Node's default of 5 s would close connections the proxy
+ * still holds, and a request it sends on one as it closes fails (a 502 for the caller): the
+ * server keeps idle connections longer than the proxy does, so the proxy closes them first.
  */
-function checkPath(url: string | undefined): string {
-  const path = (url ?? '/').split('?', 1)[0] ?? '/';
-  try {
-    decodeURIComponent(path);
-  } catch {
-    throw new ValidationError(`request path ${JSON.stringify(path)} is not valid percent-encoding`);
-  }
-  return path;
-}
-
-/** Paths the framework answers itself with an empty 404; ours get the JSON error format. */
-const frameworkIgnored = new Set(['/favicon.ico', '/robots.txt']);
+const keepAliveTimeoutMs = 95_000;
+/** The head of a request arrives at once from queue-proxy; this bounds a stuck one (Node's default). */
+const headersTimeoutMs = 60_000;
+/**
+ * The whole request, body included: Knative's longest request, max-revision-timeout-seconds
+ * (600 s by default, knative.dev config-defaults), so nothing queue-proxy lets run is cut here.
+ */
+const requestTimeoutMs = 600_000;
 
 interface ServerOptions {
   telemetry: Telemetry;
@@ -39,50 +37,62 @@ interface ServerOptions {
   readinessTimeoutMs: number;
 }
 
+/** A server and the handler it serves, for the process around it (lifecycle.ts). */
+interface Front {
+  readonly server: Server;
+  readonly handler: Handler;
+}
+
 /**
- * Registers the function with functions-framework and returns its HTTP server, not yet
- * listening: the caller decides when and where to listen.
+ * The request listener: checks the path and the body's alignment header, reads the body under
+ * the limit, then serves. A request refused before its body is read closes its connection after
+ * the answer, and the unread rest of the body is discarded.
  */
-function buildServer(definition: FunctionDefinition, options: ServerOptions): Server {
-  const handler = createHandler(definition, options);
-  http(definition.name, (req, res) => handler.handle(req, res));
-  const server = getTestServer(definition.name);
-  const [app] = server.listeners('request') as Array<(req: BufferedRequest, res: unknown) => void>;
-  if (app === undefined) throw new Error('functions-framework server has no request listener');
-  server.removeAllListeners('request');
-  server.on('request', (req: BufferedRequest, res) => {
-    const refuse = (err: unknown) => {
-      // The unread rest of the body is discarded and the connection closed after the answer.
-      res.shouldKeepAlive = false;
-      req.resume();
-      handler.reject(req, res, err);
-    };
+function frontListener(definition: FunctionDefinition, handler: Handler, limit: number) {
+  const refuse = (req: IncomingMessage, res: ServerResponse, err: unknown) => {
+    res.shouldKeepAlive = false;
+    req.resume();
+    handler.reject(req, res, err);
+  };
+  return (req: IncomingMessage, res: ServerResponse): void => {
     let path: string;
-    try {
-      path = checkPath(req.url);
-    } catch (err) {
-      return refuse(err);
-    }
     let alignAt: number | undefined;
     try {
+      path = checkedPath(req.url);
       alignAt = definition.alignBodyAt?.(req.headers);
     } catch (err) {
-      return refuse(err);
+      return refuse(req, res, err);
     }
     readBody(
       req,
-      options.bodyLimitBytes,
+      limit,
       (err, body) => {
-        if (err !== undefined) return refuse(err);
-        req.rawBody = body;
-        if (frameworkIgnored.has(path)) handler.handle(req, res);
-        else app(req, res);
+        if (err !== undefined) refuse(req, res, err);
+        else handler.handle(req, res, body, path);
       },
       alignAt,
     );
-  });
-  return server;
+  };
 }
 
-export { buildServer };
-export type { ServerOptions };
+/** The function's server and handler, not yet listening: the caller decides when and where. */
+function createFront(definition: FunctionDefinition, options: ServerOptions): Front {
+  const handler = createHandler(definition, options);
+  const server = createServer(
+    {
+      keepAliveTimeout: keepAliveTimeoutMs,
+      headersTimeout: headersTimeoutMs,
+      requestTimeout: requestTimeoutMs,
+    },
+    frontListener(definition, handler, options.bodyLimitBytes),
+  );
+  return { server, handler };
+}
+
+/** The function's HTTP server, not yet listening. */
+function buildServer(definition: FunctionDefinition, options: ServerOptions): Server {
+  return createFront(definition, options).server;
+}
+
+export { buildServer, createFront };
+export type { Front, ServerOptions };
