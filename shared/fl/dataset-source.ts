@@ -104,8 +104,10 @@ async function readDataset(source: DatasetSource): Promise<Split> {
 
 /**
  * `read` with the last Dataset it parsed kept while its file is unchanged (same size and mtime):
- * a warm trainer skips the parse, round after round; one started afresh (scaled from zero) reads
- * the file again. Nothing depends on the cache, so the trainer still holds nothing it needs.
+ * a warm trainer skips the parse, round after round, and one that read its Dataset at start-up
+ * skips it in its first round; one started afresh (scaled from zero) reads the file again.
+ * A kept split is checked against each caller's classes. Nothing depends on the cache, so the
+ * trainer still holds nothing it needs.
  */
 function cachedDatasetReader(read: DatasetReader = readDataset): DatasetReader {
   let last: { key: string; split: Split } | undefined;
@@ -114,12 +116,24 @@ function cachedDatasetReader(read: DatasetReader = readDataset): DatasetReader {
     const key =
       stats === undefined
         ? undefined
-        : JSON.stringify([source.url, source.format, source.classes, stats.size, stats.mtimeMs]);
-    if (key !== undefined && last?.key === key) return last.split;
+        : JSON.stringify([source.url, source.format, source.maxBytes, stats.size, stats.mtimeMs]);
+    if (key !== undefined && last?.key === key) return checkClasses(source, last.split);
     const split = await read(source);
     last = key === undefined ? undefined : { key, split };
     return split;
   };
+}
+
+/** `split` unless a label is not below `source.classes` (ValidationError naming the sample). */
+function checkClasses(source: DatasetSource, split: Split): Split {
+  const { classes = 10 } = source;
+  const at = split.y.findIndex((label) => label >= classes);
+  if (at >= 0) {
+    throw new ValidationError(
+      `dataset ${source.url}: sample ${at + 1} has label ${split.y[at]}, the model has ${classes} classes`,
+    );
+  }
+  return split;
 }
 
 export { readDataset, datasetPath, cachedDatasetReader };

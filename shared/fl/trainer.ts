@@ -461,6 +461,10 @@ function createTrainer(deps: TrainerDeps): Trainer {
   }
 
   async function startupPoll(signal: AbortSignal): Promise<void> {
+    // Read the Dataset while waiting, so the first round does not parse it (a reader that keeps
+    // it, as fl-trainer's does); a Dataset that cannot be read fails its round, reported then.
+    const { datasetUrl: url, datasetFormat: format, maxDatasetBytes: maxBytes } = parts.config;
+    void parts.readDataset({ url, format, maxBytes }).catch(() => undefined);
     try {
       const state = await pollRound(parts, signal);
       const missed = state === undefined ? undefined : missedRound(parts, state);

@@ -28,4 +28,23 @@ describe('the cached Dataset reader', () => {
     expect((await read(source)).n).toBe(3);
     expect(reads).toBe(2);
   });
+
+  it('keeps what a read without classes parsed (a start-up read) and checks each caller classes', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fl-cache-'));
+    const file = join(dir, 'd.csv');
+    const y = Uint8Array.from([0, 1, 7]);
+    writeFileSync(file, writeDatasetCsv({ x: new Float32Array(3 * 784), y, n: 3 }));
+    let reads = 0;
+    const read = cachedDatasetReader((source) => {
+      reads += 1;
+      return readDataset(source);
+    });
+    const source = { url: `file://${file}`, format: 'csv', maxBytes: 1 << 20 };
+    await read(source);
+    expect((await read({ ...source, classes: 10 })).n).toBe(3);
+    await expect(read({ ...source, classes: 5 })).rejects.toThrow(
+      /sample 3 has label 7, the model has 5 classes/,
+    );
+    expect(reads).toBe(1);
+  });
 });
