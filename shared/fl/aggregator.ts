@@ -260,9 +260,25 @@ async function start(run: Run): Promise<void> {
       throw new ValidationError('the initial model was not written by the project (no layers)');
     await store.saveModel(0, bytes);
     const { created } = await store.open({ ...nextRound(run, 1), sha: sha256(bytes) });
-    if (created) log.info({ job: config.job }, 'round 1 opened');
+    if (created) {
+      log.info({ job: config.job }, 'round 1 opened');
+      evaluateInitial(run, bytes);
+    }
   }
   await resume(run);
+}
+
+/**
+ * The initial model measured as Flower measures its initial parameters, but while round 1
+ * trains rather than before it: logged, and the evaluator's first (slowest) run is not on a
+ * round's path.
+ */
+function evaluateInitial(run: Run, model: Uint8Array): void {
+  const { evaluate, log } = run.deps;
+  evaluate?.(model).then(
+    (evaluation) => log.info({ ...evaluation }, 'the initial model evaluated'),
+    (err: unknown) => log.warn({ err }, 'the initial model could not be evaluated'),
+  );
 }
 
 /** Picks up whatever the store says: an open round is told again and timed; a due one closed. */

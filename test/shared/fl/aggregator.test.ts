@@ -292,6 +292,39 @@ describe('the federated aggregator', () => {
     expect(JSON.stringify(announced)).not.toContain(String(seed));
   });
 
+  it('evaluates the initial model while round 1 trains, then each new model, and stops at the target', async () => {
+    const evaluated: Uint8Array[] = [];
+    const telemetry = capturedTelemetry('fl-aggregator');
+    const agg = aggregator(
+      {
+        stop: { maxRounds: 5, patience: 1, targetAccuracy: 0.9 },
+        evaluation: { url: 'file:///data/eval.csv', format: 'csv' },
+      },
+      {
+        log: telemetry.log,
+        evaluate: (model) => {
+          evaluated.push(model);
+          return Promise.resolve({ accuracy: [0.5, 0.7, 0.9][evaluated.length - 1] ?? 0, loss: 1 });
+        },
+      },
+    );
+    await agg.start();
+    expect(evaluated).toEqual([model0]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(telemetry.lines).toContainEqual(
+      expect.objectContaining({ msg: 'the initial model evaluated', accuracy: 0.5 }),
+    );
+    for (const w of trainers) await send(agg, w, 1, 10);
+    await agg.tick();
+    expect(announced[0]).toMatchObject({ round: 1, accuracy: 0.7 });
+    expect((await store.state())?.status).toBe('open');
+    for (const w of trainers) await send(agg, w, 1, 10, 2, 1);
+    await agg.tick();
+    expect(announced[1]).toMatchObject({ round: 2, accuracy: 0.9 });
+    expect(await store.state()).toMatchObject({ status: 'done', version: 2 });
+    expect((await store.state())?.message).toMatch(/reached targetAccuracy 0.9/);
+  });
+
   it('closes on its quorum; a straggler after that is told the round is over', async () => {
     const agg = aggregator({
       round: { minParticipants: 2, timeoutMs: 60_000, acceptFailures: true },
