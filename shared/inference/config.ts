@@ -33,6 +33,10 @@ const servingSchema = z.object({
   POOL_MAX_BATCH: int(1, 256),
   POOL_MAX_QUEUE_ROWS: int(1, 16_384),
   POOL_MAX_WAIT_MS: int(0, 0),
+  // Queued and running together; past it a retryable 503 (pool.ts).
+  POOL_DEADLINE_MS: int(1, 5000),
+  // Chaos testing only: stop one inference thread every this many ms (0: never).
+  POOL_CHAOS_STOP_MS: int(0, 0),
   WORKER_PARAMETERS: z.string().optional(),
   TASK: z.string().optional(),
 });
@@ -100,7 +104,14 @@ interface ServingConfig {
   nmsThreshold: number | undefined;
   model: Omit<ModelSource, 'fetch'>;
   maxBatch: number;
-  pool: { threads: number; maxBatch: number; maxQueueRows: number; maxWaitMs: number };
+  pool: {
+    threads: number;
+    maxBatch: number;
+    maxQueueRows: number;
+    maxWaitMs: number;
+    deadlineMs: number;
+    chaosStopEveryMs: number;
+  };
 }
 
 function loadServingConfig(worker: 'edge' | 'cloud', env: Env = process.env): ServingConfig {
@@ -132,6 +143,8 @@ function loadServingConfig(worker: 'edge' | 'cloud', env: Env = process.env): Se
       maxBatch: raw.POOL_MAX_BATCH,
       maxQueueRows: raw.POOL_MAX_QUEUE_ROWS,
       maxWaitMs: raw.POOL_MAX_WAIT_MS,
+      deadlineMs: raw.POOL_DEADLINE_MS,
+      chaosStopEveryMs: raw.POOL_CHAOS_STOP_MS,
     },
   };
 }

@@ -5,9 +5,15 @@
  * the instances form, and the CloudEvent forms (edge: inference.requested; cloud:
  * inference.hard-example; both reply inference.completed).
  */
+import { isUtf8 } from 'node:buffer';
 import { z } from 'zod';
 import type { WorkerQuality } from '../crds/index.js';
-import { NotFoundError, UnsupportedMediaTypeError, ValidationError } from '../errors/index.js';
+import {
+  NotFoundError,
+  UnavailableError,
+  UnsupportedMediaTypeError,
+  ValidationError,
+} from '../errors/index.js';
 import { eventTypes, parseMediaType } from '../events/index.js';
 import type { IncomingEvent } from '../events/index.js';
 import { decodeJsonBody, defineFunction, onEvent, onRawRequest, onRequest } from '../http/index.js';
@@ -23,7 +29,7 @@ import type { AnswerOnce } from './event-answers.js';
 import { formatPredictions, parseInstances } from './instances.js';
 import { jointInfer, jointOutputs, jointTensors } from './joint.js';
 import type { JointDeps } from './joint.js';
-import type { InferencePool } from './pool.js';
+import type { InferencePool, PoolHealth } from './pool.js';
 import { formatInferResponse, modelConfig, modelMetadata, parseInferRequest } from './protocol.js';
 import type { InferAnswer, InferRequest } from './protocol.js';
 import type { TaskAdapter } from './task.js';
@@ -54,6 +60,23 @@ const serverMetadata = {
   extensions: ['binary_tensor_data', 'model_configuration'],
 };
 
+/**
+ * A JSON body as decodeJsonBody reads it, the common case faster: an object in valid UTF-8 is
+ * parsed from the bytes' string at once (isUtf8 checks them several times faster than a fatal
+ * TextDecoder decodes them, ~10 us of a 14 KB batch-1 body); anything else, or a parse that
+ * fails, goes through decodeJsonBody for its exact answer (a BOM, an empty body, the error).
+ */
+function jsonBody(bytes: Buffer): unknown {
+  if (bytes.length > 0 && bytes[0] === 0x7b && isUtf8(bytes)) {
+    try {
+      return JSON.parse(bytes.toString('utf8')) as unknown;
+    } catch {
+      // decodeJsonBody names the problem.
+    }
+  }
+  return decodeJsonBody(bytes, 'application/json');
+}
+
 /** The infer request in a raw body: JSON (any or no Content-Type), or a header and binary data. */
 function readInferBody(body: RawBody, headers: Readonly<Record<string, unknown>>) {
   const raw = headers['inference-header-content-length'];
@@ -74,7 +97,7 @@ function readInferBody(body: RawBody, headers: Readonly<Record<string, unknown>>
         `Content-Type must be application/json or application/octet-stream (got ${essence})`,
       );
     }
-    return { json: decodeJsonBody(body.bytes, 'application/json'), binary: undefined };
+    return { json: jsonBody(body.bytes), binary: undefined };
   }
   const length = Number(header);
   if (!Number.isInteger(length) || length <= 0 || length > body.bytes.length) {
@@ -252,8 +275,48 @@ class ServedInference {
   /** GET /v2/models/{model}[/versions/{version}]/ready. */
   async ready(params: ModelParams): Promise<Answer> {
     this.checkModel(params);
+    await this.checkReady();
     return json({ name: this.options.model.name, ready: true });
   }
+
+  /** GET /v2/health/ready: the worker's readiness checks, as /health/readiness runs them. */
+  async serverReady(): Promise<Answer> {
+    await this.checkReady();
+    return json({ ready: true });
+  }
+
+  /** A 503 naming the first readiness check that fails. */
+  private async checkReady(): Promise<void> {
+    for (const probe of this.options.readiness) {
+      try {
+        await probe.check();
+      } catch (err) {
+        const reason = err instanceof Error ? err.message : String(err);
+        throw new UnavailableError(`not ready: ${probe.name}: ${reason}`);
+      }
+    }
+  }
+}
+
+/**
+ * The model's threads as a readiness check: it fails while no thread is alive, or every live one
+ * has been inside one run for longer than the deadline (pool.ts), so Knative stops sending
+ * requests to a replica that cannot answer them.
+ */
+function threadsReadiness(pool: { health(): PoolHealth }): ReadinessCheck {
+  return {
+    name: 'inference-threads',
+    async check() {
+      const health = pool.health();
+      if (health.serving > 0) return;
+      const last = health.lastFailure === undefined ? '' : `; ${health.lastFailure}`;
+      throw new Error(
+        health.alive === 0
+          ? `no inference thread is alive (${health.restarting} restarting${last})`
+          : `all ${health.alive} inference threads are stuck in one run past the deadline`,
+      );
+    },
+  };
 }
 
 /** The routes that infer: OIP's infer (also under /versions/{version}) and POST /predict. */
@@ -326,7 +389,7 @@ function describeRoutes(serving: ServedInference): HttpRoute[] {
     onRequest({
       method: 'GET',
       path: '/v2/health/ready',
-      handle: async () => json({ ready: true }),
+      handle: () => serving.serverReady(),
     }),
   ];
 }
@@ -446,5 +509,5 @@ function cloudInferDefinition(options: {
   });
 }
 
-export { edgeInferDefinition, cloudInferDefinition, serverMetadata };
+export { edgeInferDefinition, cloudInferDefinition, serverMetadata, threadsReadiness };
 export type { ServedModel, Answered };

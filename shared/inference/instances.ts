@@ -8,17 +8,21 @@ import { z } from 'zod';
 import { ValidationError } from '../errors/index.js';
 import { parseInput } from '../schema/index.js';
 import type { InferRequest } from './protocol.js';
-import { float32Text } from './protocol.js';
+import { float32Text, maxNesting, preview, tooDeep } from './protocol.js';
 import { allocate, checkTensor, elementCount, fromHalf, toHalf } from './tensor.js';
 import type { Datatype, Signature, Tensor, TensorSpec } from './tensor.js';
 
 const instancesRequest = z.object({ instances: z.array(z.unknown()) });
 
-/** The nested shape of a JSON value: [2, 3] for [[1, 2, 3], [4, 5, 6]]; [] for a scalar. */
-function nestedShape(value: unknown): number[] {
+/**
+ * The nested shape of a JSON value: [2, 3] for [[1, 2, 3], [4, 5, 6]]; [] for a scalar. A value
+ * nested deeper than `limit` is refused here, before anything walks it.
+ */
+function nestedShape(value: unknown, limit: number, where: string): number[] {
   const shape: number[] = [];
   let at = value;
   while (Array.isArray(at)) {
+    if (shape.length === limit) throw tooDeep(where);
     shape.push(at.length);
     at = at[0];
   }
@@ -49,7 +53,7 @@ function numeric(
 function element(datatype: Datatype, value: unknown, where: string): number | bigint | string {
   const fail = (expected: string) =>
     new ValidationError(
-      `${where}: expected ${expected}, got ${JSON.stringify(value) ?? 'nothing'}`,
+      `${where}: expected ${expected}, got ${value === undefined ? 'nothing' : preview(value)}`,
     );
   if (datatype === 'BYTES') {
     if (typeof value !== 'string') throw fail('a string');
@@ -93,7 +97,8 @@ function stack(
   batched: boolean,
   where: (i: number) => string,
 ): Tensor {
-  const sampleShape = nestedShape(values[0]);
+  // A sample of a batched model is a tensor less its batch dimension.
+  const sampleShape = nestedShape(values[0], batched ? maxNesting - 1 : maxNesting, where(0));
   const shape = batched ? [values.length, ...sampleShape] : sampleShape;
   checkTensor(spec, { datatype: spec.datatype, shape }, where(0));
   const data = allocate(spec.datatype, elementCount(shape));

@@ -6,9 +6,11 @@
  * in worker threads (startOnnxWorker, used by the inference pool), never on the HTTP thread.
  */
 import { createRequire } from 'node:module';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import type * as Ort from 'onnxruntime-node';
 import { InferenceSession, Tensor as OrtTensor } from 'onnxruntime-node';
+import type { RunMessage } from './arena.js';
 import { isDatatype } from './tensor.js';
 import type { Datatype, Signature, Tensor, TensorSpec } from './tensor.js';
 
@@ -29,6 +31,21 @@ const ortTypes: Readonly<Record<Datatype, Ort.Tensor.Type>> = {
   BYTES: 'string',
 };
 const oipTypes = new Map(Object.entries(ortTypes).map(([oip, ort]) => [ort as string, oip]));
+/** The array class of each fixed-size datatype, by name (for the worker threads). */
+const arrayNames: Readonly<Record<Exclude<Datatype, 'BYTES'>, string>> = {
+  BOOL: 'Uint8Array',
+  UINT8: 'Uint8Array',
+  UINT16: 'Uint16Array',
+  UINT32: 'Uint32Array',
+  UINT64: 'BigUint64Array',
+  INT8: 'Int8Array',
+  INT16: 'Int16Array',
+  INT32: 'Int32Array',
+  INT64: 'BigInt64Array',
+  FP16: 'Uint16Array',
+  FP32: 'Float32Array',
+  FP64: 'Float64Array',
+};
 
 const sessionOptions: InferenceSession.SessionOptions = {
   intraOpNumThreads: 1,
@@ -154,116 +171,276 @@ interface WireTensor {
   data: Tensor['data'];
 }
 
-/** One session run in a worker: each request's inputs by name, joined along the first dimension. */
-interface RunMessage {
-  requests: Array<Record<string, WireTensor>>;
-}
+/**
+ * Where a failed run failed: building the feeds from the requests (`input`), onnxruntime's
+ * `run` itself (`run`), or reading its outputs (`output`). Only `run` can be the caller's fault:
+ * the requests reached the thread checked against the signature, so a failure around the run is
+ * this server's (or the model's outputs').
+ */
+type FailureStage = 'input' | 'run' | 'output';
 
-type RunReply = { outputs: Record<string, WireTensor> } | { error: string };
+type RunReply = { outputs: Record<string, WireTensor> } | { error: string; stage: FailureStage };
 
 /**
- * What runs inside each worker thread. It is sent as source text (`eval`), so the same code runs
- * from the TypeScript sources under the test runner, the compiled build and the bundle. It
- * reaches modules only through `process.getBuiltinModule`: a bundler renames `require` and
- * `import` in the code it bundles, but that renamed helper does not exist in the worker.
+ * A thread's state, shared with it in one Int32 (Atomics): the thread is `busy` while it loads
+ * the model or is inside a session run, `idle` otherwise. `stop` asks it to end: it parks at the
+ * first moment it is outside onnxruntime (`parked`), where terminating it is safe. Terminating a
+ * thread inside onnxruntime's native code aborts the whole process: the N-API binding throws a
+ * C++ exception it can no longer deliver (`terminate called after throwing an instance of
+ * 'Napi::Error'`).
  */
-function workerMain(): void {
+const gateStates = { idle: 0, busy: 1, stop: 2, parked: 3 } as const;
+
+/** A tensor as the worker thread handles it (the datatype in OIP's name). */
+type Wire = { datatype: string; shape: readonly number[]; data: ArrayLike<unknown> };
+
+/** The thread's memory for a run's inputs: the shared arena, and its own copy of it. */
+interface Held {
+  arena: SharedArrayBuffer | undefined;
+  own: ArrayBuffer;
+}
+
+/**
+ * A run's inputs from its message (in the worker; arena.ts has the layout): the arena's bytes
+ * copied into the thread's own memory (onnxruntime refuses shared memory), grown by doubling
+ * and kept up to 64 MB, each fixed-size input viewed there as its datatype's array (`arrays`:
+ * the array class's name by datatype); strings as they came.
+ */
+function arenaInputs(
+  message: RunMessage,
+  held: Held,
+  arrays: Readonly<Record<string, string>>,
+): Array<Wire & { name: string }> {
+  if (message.arena !== undefined) held.arena = message.arena;
+  type Typed = new (buffer: ArrayBuffer, offset: number, length: number) => ArrayLike<unknown>;
+  const arrayOf = (datatype: string) =>
+    (globalThis as unknown as Record<string, Typed & { BYTES_PER_ELEMENT: number }>)[
+      arrays[datatype]!
+    ]!;
+  let bytes = 0;
+  for (const input of message.inputs) {
+    if ('offset' in input) {
+      const end = input.offset + input.length * arrayOf(input.datatype).BYTES_PER_ELEMENT;
+      bytes = Math.max(bytes, end);
+    }
+  }
+  let own = held.own;
+  if (own.byteLength < bytes) {
+    own = new ArrayBuffer(2 ** Math.ceil(Math.log2(Math.max(bytes, 1 << 16))));
+    if (own.byteLength <= 64 << 20) held.own = own;
+  }
+  if (bytes > 0) new Uint8Array(own, 0, bytes).set(new Uint8Array(held.arena!, 0, bytes));
+  // An arena too large to keep (arena.ts) served this run alone.
+  if (held.arena !== undefined && held.arena.byteLength > 64 << 20) held.arena = undefined;
+  return message.inputs.map(({ name, datatype, shape, ...at }) => ({
+    name,
+    datatype,
+    shape,
+    data: 'strings' in at ? at.strings : new (arrayOf(datatype))(own, at.offset, at.length),
+  }));
+}
+
+/**
+ * A run's outputs as posted back (in the worker): each in a buffer of its own, to transfer
+ * rather than copy, with OIP's datatype names (`oip`: onnxruntime's type to OIP's); `keep` is
+ * never transferred.
+ */
+function outputWires(
+  result: Record<string, { type: string; dims: readonly number[]; data: ArrayLike<unknown> }>,
+  oip: ReadonlyMap<string, string>,
+  keep: ArrayBuffer,
+): { outputs: Record<string, Wire>; transfer: ArrayBuffer[] } {
+  const outputs: Record<string, Wire> = {};
+  const transfer: ArrayBuffer[] = [];
+  for (const [name, value] of Object.entries(result)) {
+    let data = value.data;
+    if (!Array.isArray(data)) {
+      const view = data as Float32Array;
+      // A view into a larger buffer cannot be transferred without sending the rest along.
+      // Nor the thread's own input memory, should an output be a view of it.
+      const whole = view.byteOffset === 0 && view.byteLength === view.buffer.byteLength;
+      data = whole && view.buffer !== keep ? view : view.slice();
+      transfer.push((data as Float32Array).buffer as ArrayBuffer);
+    }
+    outputs[name] = { datatype: oip.get(value.type) ?? value.type, shape: value.dims, data };
+  }
+  return { outputs, transfer };
+}
+
+/**
+ * What runs inside each worker thread. It is sent as source text (`eval`), with the helpers it
+ * takes as arguments, so the same code runs from the TypeScript sources under the test runner,
+ * the compiled build and the bundle. It reaches modules only through
+ * `process.getBuiltinModule`: a bundler renames `require` and `import` in the code it bundles,
+ * but that renamed helper does not exist in the worker.
+ */
+function workerMain(inputsOf: typeof arenaInputs, wires: typeof outputWires): void {
   const threads = process.getBuiltinModule('node:worker_threads');
-  const { model, runtime, types } = threads.workerData as {
+  const { model, options, runtime, types, arrays, gate, states } = threads.workerData as {
     model: Uint8Array;
+    options: InferenceSession.SessionOptions;
     runtime: string;
     types: Record<string, string>;
+    arrays: Record<string, string>;
+    gate: Int32Array;
+    states: typeof gateStates;
   };
+  const held: Held = { arena: undefined, own: new ArrayBuffer(0) };
   const ort = process.getBuiltinModule('node:module').createRequire(runtime)(runtime) as typeof Ort;
   const oip = new Map(Object.entries(types).map(([k, v]) => [v, k]));
   const port = threads.parentPort!;
-  type Wire = { datatype: string; shape: readonly number[]; data: ArrayLike<unknown> };
-  const join = (parts: Wire[]): Wire => {
-    if (parts.length === 1) return parts[0]!;
-    const rows = parts.reduce((n, p) => n + (p.shape[0] ?? 1), 0);
-    const first = parts[0]!.data;
-    let data: ArrayLike<unknown>;
-    if (Array.isArray(first)) data = parts.flatMap((p) => p.data as string[]);
-    else {
-      const length = parts.reduce((n, p) => n + p.data.length, 0);
-      const out = new (first.constructor as new (n: number) => Float32Array)(length);
-      let at = 0;
-      for (const part of parts) {
-        out.set(part.data as Float32Array, at);
-        at += part.data.length;
-      }
-      data = out;
+  /** Asked to stop: says so, then blocks until the main thread terminates this one. */
+  const park = (): never => {
+    Atomics.store(gate, 0, states.parked);
+    port.postMessage({ parked: true });
+    for (;;) Atomics.wait(gate, 0, states.parked);
+  };
+  /** Leaves onnxruntime: parks instead when a stop was asked meanwhile. */
+  const leave = () => {
+    if (Atomics.compareExchange(gate, 0, states.busy, states.idle) !== states.busy) park();
+  };
+  const feedsOf = (message: RunMessage) => {
+    const feeds: Record<string, Ort.Tensor> = {};
+    for (const input of inputsOf(message, held, arrays)) {
+      const type = types[input.datatype] as 'float32';
+      feeds[input.name] = new ort.Tensor(type, input.data as Float32Array, input.shape);
     }
-    return { datatype: parts[0]!.datatype, shape: [rows, ...parts[0]!.shape.slice(1)], data };
+    return feeds;
   };
-  const owned = (data: ArrayLike<unknown>): ArrayLike<unknown> => {
-    if (Array.isArray(data)) return data as string[];
-    const view = data as Float32Array;
-    // A view into a larger buffer cannot be transferred without sending the rest along.
-    return view.byteOffset === 0 && view.byteLength === view.buffer.byteLength
-      ? view
-      : view.slice();
+  const reply = (result: Ort.InferenceSession.ReturnType) => {
+    const { outputs, transfer } = wires(result, oip, held.own);
+    port.postMessage({ outputs }, transfer);
   };
-  ort.InferenceSession.create(model, {
-    intraOpNumThreads: 1,
-    interOpNumThreads: 1,
-    executionMode: 'sequential',
-    graphOptimizationLevel: 'all',
-  }).then(
+  const failed = (stage: FailureStage, err: unknown) =>
+    port.postMessage({ error: String(err), stage });
+  const serve = (session: Ort.InferenceSession) => {
+    port.on('message', (message: RunMessage) => {
+      // Busy already: a second message during a run, which the pool never sends (one run per
+      // thread at a time); only a stop asked for parks here.
+      if (Atomics.compareExchange(gate, 0, states.idle, states.busy) === states.stop) park();
+      // Anything but a RunMessage is a bug of the main thread's: this thread dies of it (an
+      // uncaught error), rather than answering a run it was not sent.
+      if (!Array.isArray(message.inputs)) throw new TypeError('not a run message');
+      let feeds: Record<string, Ort.Tensor>;
+      try {
+        feeds = feedsOf(message);
+      } catch (err) {
+        leave();
+        failed('input', err);
+        return;
+      }
+      session.run(feeds).then(
+        (result) => {
+          leave();
+          try {
+            reply(result);
+          } catch (err) {
+            failed('output', err);
+          }
+        },
+        (err: unknown) => {
+          leave();
+          failed('run', err);
+        },
+      );
+    });
+  };
+  // The gate starts busy: loading the model is native work too.
+  ort.InferenceSession.create(model, options).then(
     (session) => {
-      port.postMessage({
-        ready: true,
-        inputMetadata: session.inputMetadata,
-        outputMetadata: session.outputMetadata,
-      });
-      port.on('message', (message: { requests: Array<Record<string, Wire>> }) => {
-        const feeds: Record<string, Ort.Tensor> = {};
-        for (const name of Object.keys(message.requests[0]!)) {
-          const joined = join(message.requests.map((request) => request[name]!));
-          feeds[name] = new ort.Tensor(
-            types[joined.datatype] as 'float32',
-            joined.data as Float32Array,
-            joined.shape,
-          );
-        }
-        session.run(feeds).then(
-          (result) => {
-            const outputs: Record<string, Wire> = {};
-            const transfer: ArrayBuffer[] = [];
-            for (const [name, value] of Object.entries(result)) {
-              const data = owned(value.data);
-              if (!Array.isArray(data)) transfer.push((data as Float32Array).buffer as ArrayBuffer);
-              outputs[name] = {
-                datatype: oip.get(value.type) ?? value.type,
-                shape: value.dims,
-                data,
-              };
-            }
-            port.postMessage({ outputs }, transfer);
-          },
-          (err: unknown) => port.postMessage({ error: String(err) }),
-        );
-      });
+      leave();
+      const { inputMetadata, outputMetadata } = session;
+      port.postMessage({ ready: true, inputMetadata, outputMetadata });
+      serve(session);
     },
-    (err: unknown) => port.postMessage({ ready: false, error: String(err) }),
+    (err: unknown) => {
+      leave();
+      port.postMessage({ ready: false, error: String(err) });
+    },
   );
 }
 
-/** A worker thread with its own session; it answers a RunMessage with a RunReply. */
-async function startOnnxWorker(
-  model: Uint8Array,
-): Promise<{ worker: Worker; signature: Signature }> {
-  const worker = new Worker(`(${workerMain.toString()})()`, {
-    eval: true,
-    workerData: {
-      model,
-      runtime: createRequire(import.meta.url).resolve('onnxruntime-node'),
-      types: ortTypes,
+/** One worker thread with its own session; it answers a RunMessage (arena.ts) with a RunReply. */
+interface OnnxThread {
+  readonly worker: Worker;
+  readonly signature: Signature;
+  /**
+   * Terminates the thread without taking the process with it: at once when it is outside
+   * onnxruntime, else as soon as its run (or model load) returns; the run's reply is then never
+   * sent, as if the thread had died holding it. Resolves when the thread has exited, or after
+   * `withinMs` with the thread left running (unref'd) when its run has not returned by then.
+   */
+  stop(withinMs?: number): Promise<void>;
+}
+
+/** Whether a message from a thread is its notice that it parked (see gateStates). */
+function isParkedNotice(message: unknown): boolean {
+  return typeof message === 'object' && message !== null && 'parked' in message;
+}
+
+/** `stop` for one thread: the gate's compare-and-swap decides when terminating is safe. */
+function stopper(worker: Worker, gate: Int32Array): (withinMs?: number) => Promise<void> {
+  let stopping: Promise<void> | undefined;
+  const stop = async (withinMs: number) => {
+    const gone = new Promise<void>((resolve) => {
+      if (worker.threadId < 0) resolve();
+      worker.once('exit', () => resolve());
+    });
+    const seen = Atomics.compareExchange(gate, 0, gateStates.idle, gateStates.stop);
+    if (seen === gateStates.busy) {
+      if (Atomics.compareExchange(gate, 0, gateStates.busy, gateStates.stop) === gateStates.busy) {
+        const parked = new Promise<void>((resolve) => {
+          const listener = (message: unknown) => {
+            if (!isParkedNotice(message)) return;
+            worker.off('message', listener);
+            resolve();
+          };
+          worker.on('message', listener);
+        });
+        const outcome = await Promise.race([
+          parked.then(() => 'parked' as const),
+          gone.then(() => 'gone' as const),
+          Number.isFinite(withinMs)
+            ? sleep(withinMs, 'late' as const, { ref: false })
+            : new Promise<never>(() => {}),
+        ]);
+        if (outcome === 'late') {
+          worker.unref();
+          return;
+        }
+      }
+    }
+    // Idle (it can no longer enter a run), parked, or already exited: terminate is safe.
+    await worker.terminate();
+    await gone;
+  };
+  return (withinMs = Infinity) => (stopping ??= stop(withinMs));
+}
+
+/** Starts a worker thread with its own session on `model`. */
+async function startOnnxWorker(model: Uint8Array): Promise<OnnxThread> {
+  const gate = new Int32Array(new SharedArrayBuffer(4));
+  Atomics.store(gate, 0, gateStates.busy);
+  const worker = new Worker(
+    `(${workerMain.toString()})(${arenaInputs.toString()}, ${outputWires.toString()})`,
+    {
+      eval: true,
+      workerData: {
+        model,
+        options: sessionOptions,
+        runtime: createRequire(import.meta.url).resolve('onnxruntime-node'),
+        types: ortTypes,
+        arrays: arrayNames,
+        gate,
+        states: gateStates,
+      },
     },
-  });
+  );
+  const stop = stopper(worker, gate);
   const [message] = (await new Promise<unknown[]>((resolve, reject) => {
     worker.once('message', (m) => resolve([m]));
     worker.once('error', reject);
+    worker.once('exit', (code) => reject(new Error(`the thread exited with code ${code}`)));
   })) as [
     {
       ready: boolean;
@@ -273,7 +450,7 @@ async function startOnnxWorker(
     },
   ];
   if (!message.ready) {
-    await worker.terminate();
+    await stop();
     throw new Error(`model does not load: ${message.error ?? 'unknown error'}`);
   }
   try {
@@ -281,14 +458,14 @@ async function startOnnxWorker(
       inputMetadata: message.inputMetadata ?? [],
       outputMetadata: message.outputMetadata ?? [],
     });
-    return { worker, signature };
+    return { worker, signature, stop };
   } catch (err) {
-    await worker.terminate();
+    await stop();
     throw new Error(`model cannot be served: ${err instanceof Error ? err.message : String(err)}`, {
       cause: err,
     });
   }
 }
 
-export { openOnnxModel, loadOnnxModel, startOnnxWorker, signatureOf };
-export type { OnnxModel, OnnxSession, RunMessage, RunReply, WireTensor };
+export { openOnnxModel, loadOnnxModel, startOnnxWorker, signatureOf, isParkedNotice };
+export type { FailureStage, OnnxModel, OnnxSession, OnnxThread, RunReply, WireTensor };

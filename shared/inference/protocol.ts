@@ -154,9 +154,40 @@ const stores: Readonly<Record<Datatype, Store>> = {
 };
 
 /**
- * Flattens `value` (elements, or arrays of them at any depth: OIP allows nested or flat data)
- * into `out` from `offset`; returns the next offset. FP32 numbers take a fast path: they are
- * most of what arrives as JSON.
+ * The deepest nesting of JSON tensor data read (OIP `data`, the instances form): a tensor has
+ * at most this many dimensions here. 32 is NumPy's limit before 2.0 and twice the 16 dimensions
+ * an OIP shape may have (tensorSchema); no model comes near it, and it bounds the recursion of
+ * every walker over received data to 32 frames, where a 20,000-deep array overflowed the stack.
+ */
+const maxNesting = 32;
+
+/** The refusal of data nested past maxNesting, at `where`. */
+function tooDeep(where: string): ValidationError {
+  return new ValidationError(
+    `${where}: nested deeper than ${maxNesting} levels (a tensor has at most ${maxNesting} dimensions)`,
+  );
+}
+
+/**
+ * A received value as an error message shows it, bounded: primitives as JSON (long strings
+ * cut), arrays and objects by kind only, since stringifying them walks them without bound.
+ */
+function preview(value: unknown): string {
+  // String(): JSON.stringify writes the Infinity that JSON.parse makes of 1e400 as null.
+  if (typeof value === 'number' || typeof value === 'bigint') return String(value);
+  if (typeof value === 'string') {
+    return JSON.stringify(value.length > 64 ? `${value.slice(0, 64)}...` : value);
+  }
+  if (Array.isArray(value)) return `an array of ${value.length} values`;
+  if (typeof value === 'object' && value !== null) return 'an object';
+  return String(value);
+}
+
+/**
+ * Flattens `value` (elements, or arrays of them nested up to maxNesting deep: OIP allows nested
+ * or flat data) into `out` from `offset`; returns the next offset. `depth` is the nesting of
+ * `value` itself (1 for the `data` array). FP32 numbers take a fast path: they are most of what
+ * arrives as JSON.
  */
 function fill(
   value: unknown,
@@ -164,18 +195,17 @@ function fill(
   offset: number,
   store: Store,
   where: string,
+  depth: number,
 ): number {
   if (!Array.isArray(value)) {
     if (offset >= out.length)
       throw new ValidationError(`${where}: more values than the ${out.length} the shape holds`);
     const problem = store(out, offset, value);
-    if (problem !== undefined) {
-      // String(): JSON.stringify writes the Infinity that JSON.parse makes of 1e400 as null.
-      const got = typeof value === 'number' ? String(value) : JSON.stringify(value);
-      throw new ValidationError(`${where}: ${problem}, got ${got}`);
-    }
+    if (problem !== undefined)
+      throw new ValidationError(`${where}: ${problem}, got ${preview(value)}`);
     return offset + 1;
   }
+  if (depth > maxNesting) throw tooDeep(where);
   let at = offset;
   const fast = out instanceof Float32Array ? out : undefined;
   for (let i = 0; i < value.length; i += 1) {
@@ -188,7 +218,7 @@ function fill(
         continue;
       }
     }
-    at = fill(item, out, at, store, `${where}[${i}]`);
+    at = fill(item, out, at, store, `${where}[${i}]`, depth + 1);
   }
   return at;
 }
@@ -331,7 +361,7 @@ function readTensor(
     );
   }
   const data = allocate(datatype, count);
-  const end = fill(entry.data, data, 0, stores[datatype], `${where}.data`);
+  const end = fill(entry.data, data, 0, stores[datatype], `${where}.data`, 1);
   if (end !== count) {
     throw new ValidationError(
       `${where}.data: expected ${count} values for shape ${show(entry.shape)}, got ${end}`,
@@ -681,6 +711,9 @@ function modelConfig(model: {
 }
 
 export {
+  maxNesting,
+  preview,
+  tooDeep,
   modelConfig,
   parseInferRequest,
   formatInferResponse,

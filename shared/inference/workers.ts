@@ -15,7 +15,7 @@ import { createBudget } from './budget.js';
 import { createCloudClient } from './cloud-client.js';
 import { loadEdgeConfig, loadServingConfig } from './config.js';
 import type { ServingConfig } from './config.js';
-import { cloudInferDefinition, edgeInferDefinition } from './definition.js';
+import { cloudInferDefinition, edgeInferDefinition, threadsReadiness } from './definition.js';
 import { sharedAnswers } from './event-answers.js';
 import { WorkerCounters, checkJointSettings } from './joint.js';
 import type { JointDeps } from './joint.js';
@@ -23,13 +23,13 @@ import { inferenceMetrics, qualityMetrics } from './metrics.js';
 import { minerFromConfig } from './miner-config.js';
 import { loadModelBytes } from './model-source.js';
 import { createOutlierScorer, parseDriftReference } from './outlier.js';
-import type { OutlierScorer } from './outlier.js';
+import type { DriftReference, OutlierScorer } from './outlier.js';
 import { qualityReport } from './quality-report.js';
 import { createQualityWindow } from './quality-window.js';
 import type { QualityWindow } from './quality-window.js';
 import { createShadow } from './shadow.js';
 import { createInferencePool } from './pool.js';
-import type { InferencePool } from './pool.js';
+import type { InferencePool, ServingPool, ThreadEvent } from './pool.js';
 import { startReporter } from './reporter.js';
 import { createHardExampleSink } from './sink.js';
 import { createTaskAdapter } from './task.js';
@@ -45,32 +45,60 @@ interface Worker {
   close(): Promise<void>;
 }
 
-/** The model's pool and task adapter, with the queue gauge wired to the pool. */
-async function serveModel(serving: ServingConfig, telemetry: Telemetry, counters?: WorkerCounters) {
+/** A thread's death or failed start is an error in the log; its replacement, a notice. */
+function logThreadEvent(telemetry: Telemetry, event: ThreadEvent): void {
+  if (event.kind === 'replaced') telemetry.log.info(event, 'inference thread replaced');
+  else telemetry.log.error(event, `inference thread ${event.kind}`);
+}
+
+/** A failure to load or serve the model, as the ConfigError naming MODEL_URL. */
+function modelError(err: unknown): ConfigError {
+  if (err instanceof ConfigError) return err;
+  return new ConfigError(`MODEL_URL: ${err instanceof Error ? err.message : String(err)}`);
+}
+
+/**
+ * The model's pool and task adapter, with the queue gauge wired to the pool. `meanwhile` runs
+ * while the pool's threads load the model (on the other cores): start-up work that does not need
+ * the pool, whose outcome is returned as it settled.
+ */
+async function serveModel<T>(
+  serving: ServingConfig,
+  telemetry: Telemetry,
+  counters: WorkerCounters | undefined,
+  meanwhile: () => Promise<T>,
+) {
   // The queue gauge reads the pool, which is made after the metrics it reports into.
   const live: { pool?: InferencePool } = {};
   const metrics = inferenceMetrics(telemetry, {
     ...(counters === undefined ? {} : { counters }),
     queuedRows: () => live.pool?.queuedRows() ?? 0,
   });
-  let pool: InferencePool;
+  let starting: Promise<ServingPool>;
   try {
-    pool = await createInferencePool({
+    // The threads are started by the call itself; the pool is ready when it resolves.
+    starting = createInferencePool({
       model: await loadModelBytes(serving.model),
       ...serving.pool,
       onRun: metrics.batchRows,
+      onThreadEvent: (event) => logThreadEvent(telemetry, event),
     });
   } catch (err) {
-    if (err instanceof ConfigError) throw err;
-    throw new ConfigError(`MODEL_URL: ${err instanceof Error ? err.message : String(err)}`);
+    throw modelError(err);
+  }
+  // Awaited below: not an unhandled rejection while `meanwhile` runs.
+  starting.catch(() => undefined);
+  const [early] = await Promise.allSettled([meanwhile()]);
+  let pool: ServingPool;
+  try {
+    pool = await starting;
+  } catch (err) {
+    throw modelError(err);
   }
   live.pool = pool;
   try {
-    return {
-      pool,
-      metrics,
-      task: createTaskAdapter(serving.task, pool.signature, serving.nmsThreshold),
-    };
+    const task = createTaskAdapter(serving.task, pool.signature, serving.nmsThreshold);
+    return { model: { pool, metrics, task }, early };
   } catch (err) {
     await pool.close();
     throw err;
@@ -80,13 +108,14 @@ async function serveModel(serving: ServingConfig, telemetry: Telemetry, counters
 /** cloud-infer: the big model behind the Open Inference Protocol. */
 async function startCloudWorker({ telemetry }: Runtime): Promise<Worker> {
   const serving = loadServingConfig('cloud');
-  const { pool, metrics, task } = await serveModel(serving, telemetry);
+  const { model } = await serveModel(serving, telemetry, undefined, async () => undefined);
+  const { pool, metrics, task } = model;
   const definition = cloudInferDefinition({
     model: { name: serving.modelName, version: '1' },
     pool,
     task,
     maxBatch: serving.maxBatch,
-    readiness: [],
+    readiness: [threadsReadiness(pool)],
     onAnswered: metrics.answered,
   });
   return { definition, close: () => pool.close() };
@@ -107,17 +136,19 @@ function budgetHolder(joint: JointDeps, make: (target: number) => JointDeps['bud
 
 type EdgeConfig = ReturnType<typeof loadEdgeConfig>;
 
+/** A drift reference read and checked, and where it came from. */
+type LoadedReference = { url: string; reference: DriftReference } | undefined;
+
 /**
  * The drift reference: DRIFT_REFERENCE_URL, else `<model>.drift.json` beside the model when
  * there is one (models/*.drift.json are written by `npm run models`). An explicit URL that does
  * not load stops the worker; a missing sibling only means no drift detection.
  */
-async function driftScorer(
+async function driftReference(
   serving: ServingConfig,
   edge: EdgeConfig,
-  pool: InferencePool,
   telemetry: Telemetry,
-): Promise<OutlierScorer | undefined> {
+): Promise<LoadedReference> {
   if (edge.quality.driftDetection === 'off') return undefined;
   const explicit = edge.quality.driftReference;
   const url = explicit ?? serving.model.url.replace(/\.onnx$/, '.drift.json');
@@ -132,11 +163,22 @@ async function driftScorer(
     return undefined;
   }
   try {
-    const reference = parseDriftReference(JSON.parse(new TextDecoder().decode(bytes)));
-    return createOutlierScorer(reference, pool.signature.inputs[0]!);
+    return { url, reference: parseDriftReference(JSON.parse(new TextDecoder().decode(bytes))) };
   } catch (err) {
     throw new ConfigError(
       `drift reference ${url}: ${err instanceof Error ? err.message : String(err)}`,
+    );
+  }
+}
+
+/** The outlier scorer of a drift reference, for the model's first input. */
+function driftScorer(loaded: LoadedReference, pool: InferencePool): OutlierScorer | undefined {
+  if (loaded === undefined) return undefined;
+  try {
+    return createOutlierScorer(loaded.reference, pool.signature.inputs[0]!);
+  } catch (err) {
+    throw new ConfigError(
+      `drift reference ${loaded.url}: ${err instanceof Error ? err.message : String(err)}`,
     );
   }
 }
@@ -198,16 +240,19 @@ function qualityParts(
   };
 }
 
+/** What serveModel serves: the pool, its metrics and the task adapter. */
+type ServedModel = Awaited<ReturnType<typeof serveModel>>['model'];
+
 /**
- * The settings checked against the model and each other, then the drift scorer; on any problem
- * the pool is closed (its threads would keep the process alive) and the ConfigError thrown.
+ * The settings checked against the model and each other, then the drift scorer from the
+ * reference read while the model loaded; on any problem the pool is closed (its threads would
+ * keep the process alive) and the ConfigError thrown.
  */
 async function checkedScorer(
-  serving: ServingConfig,
   edge: EdgeConfig,
   mining: { miner: string; targetOffloadRatio: number | undefined },
-  model: Awaited<ReturnType<typeof serveModel>>,
-  telemetry: Telemetry,
+  model: ServedModel,
+  reference: PromiseSettledResult<LoadedReference>,
 ): Promise<OutlierScorer | undefined> {
   try {
     checkJointSettings(
@@ -222,7 +267,8 @@ async function checkedScorer(
         'ACCURACY_OBJECTIVE: an objective sets the offload cut itself; remove targetOffloadRatio (the budget) or the objective',
       );
     }
-    return await driftScorer(serving, edge, model.pool, telemetry);
+    if (reference.status === 'rejected') throw reference.reason;
+    return driftScorer(reference.value, model.pool);
   } catch (err) {
     await model.pool.close();
     throw err;
@@ -282,10 +328,13 @@ async function startEdgeWorker({ config, telemetry }: Runtime): Promise<Worker> 
     workerParameters: serving.workerParameters,
   });
   const counters = new WorkerCounters();
-  const model = await serveModel(serving, telemetry, counters);
+  // The drift reference is read and checked while the model loads in its threads.
+  const { model, early } = await serveModel(serving, telemetry, counters, () =>
+    driftReference(serving, edge, telemetry),
+  );
   const { pool, metrics, task } = model;
   const mining = { miner: miner.name, targetOffloadRatio };
-  const scorer = await checkedScorer(serving, edge, mining, model, telemetry);
+  const scorer = await checkedScorer(edge, mining, model, early);
   const warn = (fields: Record<string, unknown>, message: string) =>
     telemetry.log.warn(fields, message);
   const redis: RedisClient | undefined =
@@ -327,7 +376,7 @@ async function startEdgeWorker({ config, telemetry }: Runtime): Promise<Worker> 
     model: { name: serving.modelName, version: '1' },
     joint,
     maxBatch: serving.maxBatch,
-    readiness: [],
+    readiness: [threadsReadiness(pool)],
     onAnswered: metrics.answered,
     ...(quality === undefined ? {} : { quality }),
     ...(redis === undefined

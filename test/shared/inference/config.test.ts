@@ -1,6 +1,6 @@
-/** edge-infer's settings: the event-answer lease and retention, read once and checked. */
+/** The inference workers' settings: the event-answer lease and retention, the pool's deadline, read once and checked. */
 import { describe, expect, it } from 'vitest';
-import { loadEdgeConfig } from '../../../shared/inference/config.js';
+import { loadEdgeConfig, loadServingConfig } from '../../../shared/inference/config.js';
 
 describe('loadEdgeConfig', () => {
   it('leases an inference event for 5 s and keeps its answer 120 s unless told otherwise', () => {
@@ -17,6 +17,27 @@ describe('loadEdgeConfig', () => {
     );
     expect(() => loadEdgeConfig({ EVENT_ANSWER_KEEP_SECONDS: '0.5' })).toThrow(
       /EVENT_ANSWER_KEEP_SECONDS/,
+    );
+  });
+});
+
+describe('loadServingConfig', () => {
+  const env = { MODEL_URL: 'file:///models/edge.onnx' };
+
+  it('gives every inference request a 5 s deadline and never stops threads unless told to', () => {
+    expect(loadServingConfig('edge', env).pool).toMatchObject({
+      deadlineMs: 5000,
+      chaosStopEveryMs: 0,
+    });
+    expect(
+      loadServingConfig('cloud', { ...env, POOL_DEADLINE_MS: '250', POOL_CHAOS_STOP_MS: '5000' })
+        .pool,
+    ).toMatchObject({ deadlineMs: 250, chaosStopEveryMs: 5000 });
+  });
+
+  it('refuses a deadline under 1 ms, naming the variable', () => {
+    expect(() => loadServingConfig('edge', { ...env, POOL_DEADLINE_MS: '0' })).toThrow(
+      /POOL_DEADLINE_MS/,
     );
   });
 });

@@ -1,4 +1,4 @@
-/** The inference pool: worker-thread results equal a direct run; coalescing; a capped queue. */
+/** The inference pool: worker-thread results equal a direct run; coalescing; a capped queue; small first. */
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UnavailableError } from '../../../shared/errors/index.js';
@@ -87,15 +87,39 @@ describe('inference pool', () => {
       onRun: (rows) => sizes.push(rows),
     });
     const done: string[] = [];
-    const large = Array.from({ length: 4 }, (_, i) =>
-      ordered.infer(digits(test.x, 0, 64), 64).then(() => done.push(`large${i}`)),
-    );
+    const large = [ordered.infer(digits(test.x, 0, 64), 64).then(() => done.push('large0'))];
+    // The pool dispatches at the end of the loop's turn: large0 is running after this one.
+    await new Promise((resolve) => setImmediate(resolve));
+    for (let i = 1; i < 4; i += 1) {
+      large.push(ordered.infer(digits(test.x, 0, 64), 64).then(() => done.push(`large${i}`)));
+    }
     const small = ordered.infer(digits(test.x, 0, 1), 1).then(() => done.push('small'));
     await Promise.all([...large, small]);
     // large0 was running when the rest arrived; the small one goes next, then the others in order.
     expect(done).toEqual(['large0', 'small', 'large1', 'large2', 'large3']);
     expect(sizes).toEqual([64, 1, 64, 64, 64]);
     await ordered.close();
+  });
+
+  it('runs small requests with small ones only, not inside a large batch', async () => {
+    const sizes: number[] = [];
+    const mixed = await createInferencePool({
+      model,
+      threads: 1,
+      maxBatch: 256,
+      maxQueueRows: 4096,
+      maxWaitMs: 0,
+      onRun: (rows) => sizes.push(rows),
+    });
+    // All four in one turn: one run could take them all (130 rows).
+    await Promise.all([
+      mixed.infer(digits(test.x, 0, 64), 64),
+      mixed.infer(digits(test.x, 0, 1), 1),
+      mixed.infer(digits(test.x, 64, 64), 64),
+      mixed.infer(digits(test.x, 1, 1), 1),
+    ]);
+    expect(sizes).toEqual([2, 128]);
+    await mixed.close();
   });
 
   it('does not let a stream of small requests starve a large one', async () => {
@@ -159,6 +183,8 @@ describe('inference pool', () => {
         maxWaitMs: 0,
       });
       const running = busy.infer(digits(test.x, 0, 256), 256);
+      // Dispatched at the end of this turn: then it is a run in progress.
+      await new Promise((resolve) => setImmediate(resolve));
       await busy.close();
       // The run that was in progress answered; this process is still here to see it.
       expect(probabilities(await running).length).toBe(2560);
