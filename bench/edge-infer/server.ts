@@ -4,24 +4,11 @@
  * functions-framework HTTP function. Sends { port } over IPC once listening.
  */
 import { once } from 'node:events';
-import { createServer } from 'node:http';
 import type { Server } from 'node:http';
-import { http } from '@google-cloud/functions-framework';
-import { getTestServer } from '@google-cloud/functions-framework/testing';
+import { frameworkHello, nodeHello } from '../support/ceilings.js';
 
-/** The least a server can do: answer at once (Node reads and drops the body it did not read). */
-function node(): Server {
-  return createServer((_req, res) => {
-    res.end('hello');
-  });
-}
-
-function ff(): Server {
-  http('hello', (_req, res) => {
-    res.send('hello');
-  });
-  return getTestServer('hello');
-}
+const node = nodeHello;
+const ff = frameworkHello;
 
 const servers: Record<string, () => Server> = { node, ff };
 const mode = process.argv[2];

@@ -7,29 +7,16 @@
  * listening, then answers each IPC message with its CPU time so far ({ cpuUs }).
  */
 import { once } from 'node:events';
-import { createServer } from 'node:http';
 import type { Server } from 'node:http';
-import { http } from '@google-cloud/functions-framework';
-import { getTestServer } from '@google-cloud/functions-framework/testing';
+import { frameworkHello, nodeHello } from '../support/ceilings.js';
 import { z } from 'zod';
 import { buildServer, defineFunction, onEvent } from '../../shared/http/index.js';
 import { createTelemetry } from '../../shared/telemetry/index.js';
 
 const mode = process.argv[2];
 
-/** The least a server can do: answer at once (Node reads and drops the body it did not read). */
-function node(): Server {
-  return createServer((_req, res) => {
-    res.end('hello');
-  });
-}
-
-function ff(): Server {
-  http('hello', (_req, res) => {
-    res.send('hello');
-  });
-  return getTestServer('hello');
-}
+const node = nodeHello;
+const ff = frameworkHello;
 
 function edgeai(): Server {
   const definition = defineFunction({
