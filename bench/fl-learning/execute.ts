@@ -1,0 +1,145 @@
+/**
+ * Runs the ready conditions of the table in order: each races the learning rates of its grid
+ * (or takes the rate another condition chose), then continues the winner's run to its goal: the
+ * target accuracy within its cap (and at least the round budget when it is part of the budget
+ * comparison), or exactly the round budget.
+ */
+import type { Split } from '../../shared/training/data.js';
+import { budgetComparison, rateGrids } from './conditions.js';
+import type { ReadyCondition } from './conditions.js';
+import { accuracyAt, reach } from './curves.js';
+import type { CurvePoint, Reach } from './curves.js';
+import { startRun } from './run.js';
+import type { RunDeps, StopRule } from './run.js';
+import type { Settings } from './settings.js';
+import { algorithmFor, federationFor } from './setup.js';
+import type { Federation } from './simulate.js';
+import { tuneRate } from './tune.js';
+import type { Tuned } from './tune.js';
+
+/** What a condition gave. */
+interface ConditionResult {
+  readonly condition: ReadyCondition;
+  readonly rate: number;
+  readonly trials: Tuned['trials'];
+  /** Rounds every rate of the grid ran in the race (0: no race). */
+  readonly raceRounds: number;
+  readonly curve: readonly CurvePoint[];
+  readonly rounds: number;
+  readonly divergedAt: number | undefined;
+  /** Against the target (for every condition, whatever its goal). */
+  readonly reach: Reach;
+  /** Accuracy after the round budget, when the run went that far. */
+  readonly atBudget: number | undefined;
+  /** Milliseconds of the grid and the run. */
+  readonly ms: number;
+}
+
+interface ExecuteDeps {
+  readonly train: RunDeps['train'];
+  readonly evaluate: RunDeps['evaluate'];
+  /** The training digits the clients' indices point into. */
+  readonly trainSplit: Split;
+  /** A progress line (stderr). */
+  readonly progress: (line: string) => void;
+}
+
+const inBudgetComparison = (id: string) =>
+  id === budgetComparison.baseline ||
+  (budgetComparison.contenders as readonly string[]).includes(id);
+
+/**
+ * The rates `condition` is tuned over: the rate fixed for its family, else the rate of the
+ * condition it borrows from (its family's grid if that one did not run), else its grid.
+ */
+function ratesOf(
+  condition: ReadyCondition,
+  chosen: ReadonlyMap<string, number>,
+  fixed: Settings['rates'],
+): number[] {
+  const pinned = fixed[condition.family];
+  if (pinned !== undefined) return [pinned];
+  const { rates } = condition;
+  if (!('from' in rates)) return [...rates];
+  const taken = chosen.get(rates.from);
+  return taken === undefined ? [...rateGrids[condition.family]] : [taken];
+}
+
+/** The final stop rule of `condition`'s run. */
+function finalStop(condition: ReadyCondition, settings: Settings, target: number): StopRule {
+  const evalEvery = settings.evalEvery;
+  if (condition.goal === 'budget') {
+    return { target, evalEvery, maxRounds: settings.budget, minRounds: settings.budget };
+  }
+  const cap = condition.family === 'fedsgd' ? settings.fedsgdMaxRounds : settings.fedavgMaxRounds;
+  const minRounds = inBudgetComparison(condition.id) ? Math.min(settings.budget, cap) : 0;
+  return { target, evalEvery, maxRounds: cap, minRounds };
+}
+
+/** Runs `selected` (table order) and returns their results by id. */
+async function executeConditions(
+  selected: readonly ReadyCondition[],
+  settings: Settings,
+  target: number,
+  deps: ExecuteDeps,
+): Promise<Map<string, ConditionResult>> {
+  const federations = new Map<string, Federation>();
+  const federation = (split: ReadyCondition['split']) => {
+    const known = federations.get(split);
+    if (known !== undefined) return known;
+    const built = federationFor(deps.trainSplit, split, settings);
+    federations.set(split, built);
+    return built;
+  };
+  const chosen = new Map<string, number>();
+  const results = new Map<string, ConditionResult>();
+  for (const condition of selected) {
+    const fed = federation(condition.split);
+    const start = (rate: number) =>
+      startRun(fed, algorithmFor(condition, rate, settings.seed), {
+        train: deps.train,
+        evaluate: deps.evaluate,
+        onPoint: (p) => {
+          if (p.round % 50 === 0 && p.round > 0) {
+            deps.progress(
+              `${condition.id} eta=${rate} round ${p.round}: ${(100 * p.accuracy).toFixed(2)}%`,
+            );
+          }
+        },
+      });
+    const raceRounds =
+      condition.family === 'fedsgd' ? settings.raceRoundsFedsgd : settings.raceRoundsFedavg;
+    const tuned = await tuneRate(
+      ratesOf(condition, chosen, settings.rates),
+      start,
+      { target, evalEvery: settings.evalEvery },
+      raceRounds,
+    );
+    chosen.set(condition.id, tuned.rate);
+    const { run } = tuned;
+    await run.advance(finalStop(condition, settings, target));
+    await run.close();
+    const result: ConditionResult = {
+      condition,
+      rate: tuned.rate,
+      trials: tuned.trials,
+      raceRounds: tuned.raceRounds,
+      curve: run.curve,
+      rounds: run.rounds,
+      divergedAt: run.divergedAt,
+      reach: reach(run.curve, target, run.rounds),
+      atBudget: run.rounds >= settings.budget ? accuracyAt(run.curve, settings.budget) : undefined,
+      ms: run.ms + tuned.discardedMs,
+    };
+    results.set(condition.id, result);
+    const got =
+      result.reach.kind === 'reached'
+        ? `target in ${result.reach.rounds} rounds`
+        : `target not reached in ${result.rounds} rounds (best ${(100 * result.reach.best).toFixed(2)}%)`;
+    deps.progress(`${condition.id}: eta=${tuned.rate}, ${got}, ${(result.ms / 1000).toFixed(0)} s`);
+  }
+  return results;
+}
+
+export { executeConditions, finalStop, ratesOf };
+export type { ConditionResult, ExecuteDeps };

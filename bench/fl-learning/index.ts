@@ -1,0 +1,249 @@
+/**
+ * bench/fl-learning (issue 32): McMahan et al. (2017) reproduced on the `mnist` package's digits.
+ * The 7,020 training digits (shared/training/data.ts's fixed 70/15/15 split) are spread over 100
+ * clients (iid, or McMahan's pathological non-IID `shards`: sorted by label, two shards of ~35
+ * digits per client); each round a seeded 10% of them (C = 0.1) train the paper's 2NN
+ * (784-200-200-10) from the global model with shared/fl's localTrain and the server averages them
+ * with shared/fl's fedAvg, in-process (bench/fl-learning/simulate.ts), the 10 clients of a round
+ * spread over worker threads. The target accuracy is the 2NN trained centrally on the same digits
+ * (shared/training/train.ts) minus 2 points, on the 1,489 test digits, evaluated by the
+ * aggregator's evaluator (onnxruntime) after every round. Every digit is as a Dataset file
+ * carries it (pixels k/255), so the functions, fed those files, train on the same inputs.
+ *
+ * Figures: rounds to the target for FedSGD (E=1, B=inf) and FedAvg (E=5, B=10), IID and non-IID,
+ * each at the learning rate its grid chose; fedavg_round_speedup_iid and _noniid (FedSGD rounds /
+ * FedAvg rounds; targets >= 10 and >= 2); FedAvg against FedProx on non-IID at a fixed round
+ * budget (fl_noniid_best_minus_fedavg, points, no target). Curves: out/fl-learning/*.svg.
+ * Settings: bench/fl-learning/settings.ts (environment variables).
+ */
+import { availableParallelism } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { evaluateOnnx } from '../../shared/fl/evaluation.js';
+import { finish, median, printTable } from '../support/report.js';
+import { centralBaseline, targetAccuracy } from './central.js';
+import type { CentralResult } from './central.js';
+import { pendingConditions, readyConditions } from './conditions.js';
+import type { ReadyCondition } from './conditions.js';
+import { executeConditions } from './execute.js';
+import { digits } from './federation.js';
+import type { ConditionResult } from './execute.js';
+import { figuresOf } from './figures.js';
+import { plotComparison, plotCondition } from './plots.js';
+import { TrainerPool } from './pool.js';
+import { parseSettings } from './settings.js';
+import type { Settings } from './settings.js';
+import { algorithmFor, federationFor, model, readyCondition } from './setup.js';
+import { inProcessTrainer, roundDigests } from './simulate.js';
+import type { TrainRound } from './simulate.js';
+
+const pct = (share: number) => `${(100 * share).toFixed(2)}%`;
+const progress = (line: string) => process.stderr.write(`fl-learning: ${line}\n`);
+
+/** The conditions to run: the table's ready ones, or those BENCH_FL_CONDITIONS names. */
+function selectConditions(settings: Settings): ReadyCondition[] {
+  if (settings.only.length === 0) return readyConditions();
+  settings.only.forEach(readyCondition); // an unknown id is refused, naming the ready ones
+  return readyConditions().filter((c) => settings.only.includes(c.id));
+}
+
+/** The threads' check: whether they matched the main thread, and how much faster they were. */
+interface ThreadsCheck {
+  readonly identical: boolean;
+  /** Main-thread milliseconds over the pool's, for the same rounds. */
+  readonly speedup: number;
+}
+
+/**
+ * The pool's rounds against the main thread's, 2 rounds of FedAvg on the non-IID split three times
+ * over (alternating, after a warm-up round while the threads load their digits): the threads must
+ * give bit-identical global weights; their speed-up is the median ratio of the times.
+ */
+async function checkThreads(settings: Settings, pool: TrainRound): Promise<ThreadsCheck> {
+  const { train } = digits();
+  const condition = readyCondition('fedavg-noniid');
+  const rate = 'from' in condition.rates ? 0.1 : (condition.rates[0] ?? 0.1);
+  const federation = federationFor(train, condition.split, settings);
+  const algorithm = algorithmFor(condition, rate, settings.seed);
+  const timed = async (trainer: TrainRound) => {
+    const started = performance.now();
+    const digests = await roundDigests(federation, algorithm, trainer, 2);
+    return { digests, ms: performance.now() - started };
+  };
+  const local = inProcessTrainer(train, model.layers);
+  await roundDigests(federation, algorithm, pool, 1);
+  let identical = true;
+  const ratios: number[] = [];
+  let first = '';
+  for (let i = 0; i < 3; i += 1) {
+    const inProcess = await timed(local);
+    const threaded = await timed(pool);
+    identical &&=
+      threaded.digests.length === 2 && threaded.digests.every((d, k) => d === inProcess.digests[k]);
+    ratios.push(inProcess.ms / threaded.ms);
+    first = inProcess.digests[0] ?? '';
+  }
+  const speedup = median(ratios);
+  progress(
+    `fedavg-noniid at eta=${rate}, seed ${settings.seed}, round 1 weights sha256 ${first}; ` +
+      `threads ${identical ? 'bit-identical' : 'DIFFER'}, ${speedup.toFixed(2)}x faster (median of ${ratios.map((r) => r.toFixed(2)).join(', ')})`,
+  );
+  return { identical, speedup };
+}
+
+function printCentral(central: CentralResult, settings: Settings, target: number): void {
+  printTable(
+    `central baseline: the 2NN on all ${digits().train.n} training digits (Adam, batch 32, rate 0.001, ${settings.centralEpochs} epochs, seed ${settings.seed}; best validation epoch kept)`,
+    ['best epoch', 'validation acc', 'test acc', 'target (test - points)', 'seconds'],
+    [
+      [
+        central.bestEpoch,
+        pct(central.validationAccuracy),
+        pct(central.test.accuracy),
+        `${pct(target)} (-${settings.targetPoints})`,
+        central.ms / 1000,
+      ],
+    ],
+  );
+}
+
+function printGrid(results: readonly ConditionResult[]): void {
+  const rows = results.flatMap((r) =>
+    r.trials.map((t) => [
+      r.condition.id,
+      t.rate,
+      r.raceRounds,
+      t.reachedAt ?? '-',
+      pct(t.best),
+      t.diverged ? 'yes' : 'no',
+      t.rate === r.rate ? '<- chosen' : '',
+    ]),
+  );
+  if (rows.length === 0) return;
+  printTable(
+    'learning-rate grid, raced in lockstep: the first rate at the target wins (else the best accuracy at the race cap)',
+    ['condition', 'eta', 'race rounds', 'target at', 'best acc', 'diverged', ''],
+    rows,
+  );
+}
+
+function printResults(results: readonly ConditionResult[], settings: Settings): void {
+  printTable(
+    `rounds to the target (K=${settings.clients} clients, C=${settings.fraction}, seed ${settings.seed}; caps: FedSGD ${settings.fedsgdMaxRounds}, FedAvg ${settings.fedavgMaxRounds})`,
+    [
+      'condition',
+      'eta',
+      'rounds to target',
+      'best acc',
+      'rounds run',
+      `acc at ${settings.budget}`,
+      'seconds',
+    ],
+    results.map((r) => [
+      r.condition.label,
+      r.rate,
+      r.reach.kind === 'reached'
+        ? r.reach.rounds
+        : `not reached${r.divergedAt === undefined ? '' : ` (diverged at ${r.divergedAt})`}`,
+      pct(Math.max(...r.curve.map((p) => p.accuracy))),
+      r.rounds,
+      r.atBudget === undefined ? '-' : pct(r.atBudget),
+      r.ms / 1000,
+    ]),
+  );
+}
+
+function printPending(): void {
+  printTable(
+    'slots: conditions of issue 32 not run yet (bench/fl-learning/conditions.ts)',
+    ['condition', 'figure', 'waits for'],
+    pendingConditions().map((c) => [c.id, c.figure, c.needs]),
+  );
+}
+
+/** Every condition's SVG and one per split; returns the paths. */
+async function writePlots(
+  results: readonly ConditionResult[],
+  settings: Settings,
+  target: number,
+): Promise<string[]> {
+  const plotted = results.map((r) => ({
+    id: r.condition.id,
+    label: r.condition.label,
+    rate: r.rate,
+    curve: r.curve,
+    trials: r.trials,
+  }));
+  const paths = [];
+  for (const p of plotted) paths.push(await plotCondition(settings.out, p, target));
+  for (const [split, name] of [
+    ['iid', 'IID'],
+    ['shards', 'non-IID (2 shards per client)'],
+  ] as const) {
+    const same = plotted.filter((_, i) => results[i]?.condition.split === split);
+    if (same.length > 1) {
+      const title = `2NN, ${settings.clients} clients, C=${settings.fraction}, ${name}`;
+      paths.push(await plotComparison(settings.out, split, title, same, target));
+    }
+  }
+  return paths;
+}
+
+export async function main(): Promise<void> {
+  const settings = parseSettings(process.env, {
+    workers: Math.min(2, availableParallelism()),
+    out: fileURLToPath(new URL('../../../out/fl-learning/', import.meta.url)),
+  });
+  const selected = selectConditions(settings);
+  const started = performance.now();
+  const data = digits();
+  const evaluate = (bytes: Uint8Array) => evaluateOnnx(bytes, data.test);
+  progress(`central baseline, ${settings.centralEpochs} epochs`);
+  const central = await centralBaseline(
+    data,
+    {
+      layers: model.layers,
+      epochs: settings.centralEpochs,
+      batch: 32,
+      rate: 0.001,
+      seed: settings.seed,
+    },
+    evaluate,
+  );
+  const target = targetAccuracy(central.test.accuracy, settings.targetPoints);
+  printCentral(central, settings, target);
+  const pool = settings.workers > 0 ? new TrainerPool(settings.workers, model.layers) : undefined;
+  try {
+    const train = pool?.train ?? inProcessTrainer(data.train, model.layers);
+    const threads = pool === undefined ? undefined : await checkThreads(settings, pool.train);
+    const results = await executeConditions(selected, settings, target, {
+      train,
+      evaluate,
+      trainSplit: data.train,
+      progress,
+    });
+    const list = [...results.values()];
+    printGrid(list);
+    printResults(list, settings);
+    printPending();
+    const { figures, targets, notes } = figuresOf(
+      results,
+      central.test.accuracy,
+      target,
+      settings.budget,
+    );
+    for (const note of notes) process.stdout.write(`${note}\n`);
+    for (const path of await writePlots(list, settings, target)) {
+      process.stdout.write(`plot: ${path}\n`);
+    }
+    if (threads !== undefined) {
+      figures['fl_threads_bit_identical'] = threads.identical ? 1 : 0;
+      figures['fl_threads_round_speedup'] = threads.speedup;
+    }
+    figures['fl_learning_seconds'] = (performance.now() - started) / 1000;
+    figures['workers'] = settings.workers;
+    figures['seed'] = settings.seed;
+    finish('fl-learning', figures, targets);
+  } finally {
+    await pool?.close();
+  }
+}

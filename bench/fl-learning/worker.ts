@@ -1,0 +1,34 @@
+/**
+ * A worker thread of the fl-learning bench: trains the clients the main thread posts, one at a
+ * time, with the in-process trainer over the training digits it loads itself (federation.ts's
+ * `digits().train`, the split the main thread partitioned), so a round's clients use both cores.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import type { LayerSpec } from '../../shared/training/network.js';
+import { loadMnist } from '../../shared/training/data.js';
+import { asDatasetFile } from './federation.js';
+import { inProcessTrainer } from './simulate.js';
+import type { TrainTask } from './simulate.js';
+
+interface JobMessage {
+  readonly id: number;
+  readonly model: Uint8Array;
+  readonly task: TrainTask;
+}
+
+const port = parentPort;
+if (port === null) throw new Error('bench/fl-learning/worker.js must run as a worker thread');
+const { layers } = workerData as { layers: LayerSpec[] };
+// federation.ts's digits().train, without converting the splits a trainer never reads.
+const train = inProcessTrainer(asDatasetFile(loadMnist().train), layers);
+
+port.on('message', (message: JobMessage) => {
+  train(message.model, [message.task]).then(
+    ([update]) => port.postMessage({ id: message.id, update }),
+    (error: unknown) =>
+      port.postMessage({
+        id: message.id,
+        error: error instanceof Error ? (error.stack ?? error.message) : String(error),
+      }),
+  );
+});

@@ -1,0 +1,47 @@
+/**
+ * bench/fl-learning's federation: clients named as the functions name trainers, holding every
+ * training sample once, and digits exactly as a trainer parses its own Dataset file.
+ */
+import { describe, expect, it } from 'vitest';
+import {
+  asDatasetFile,
+  buildClients,
+  digits,
+  subset,
+} from '../../../bench/fl-learning/federation.js';
+import { parseDatasetCsv, writeDatasetCsv } from '../../../shared/fl/dataset-file.js';
+import { loadMnist } from '../../../shared/training/data.js';
+
+describe('the federation', () => {
+  it('gives 100 clients named client-<i> every training sample once', () => {
+    const { train } = digits();
+    for (const kind of ['iid', 'shards'] as const) {
+      const clients = buildClients(train.y, kind, 100, 1);
+      expect(clients.map((c) => c.name)).toEqual(
+        Array.from({ length: 100 }, (_, i) => `client-${i}`),
+      );
+      const all = clients.flatMap((c) => c.indices).sort((a, b) => a - b);
+      expect(all).toEqual(Array.from({ length: train.n }, (_, i) => i));
+    }
+  });
+
+  it('gives each non-IID client two label-sorted shards: mostly one or two labels', () => {
+    const { train } = digits();
+    const clients = buildClients(train.y, 'shards', 100, 1);
+    const labels = clients.map((c) => new Set(c.indices.map((i) => train.y[i])).size);
+    // A shard is 35 consecutive samples of the label-sorted split, so the few that straddle a
+    // label boundary hold two labels (as McMahan et al.'s do): at most 4 labels per client.
+    expect(Math.max(...labels)).toBeLessThanOrEqual(4);
+    expect(labels.filter((n) => n <= 2).length).toBeGreaterThanOrEqual(80);
+  });
+
+  it('holds a client exactly as its trainer parses its Dataset file', () => {
+    const { train } = loadMnist();
+    const indices = buildClients(train.y, 'shards', 100, 1)[7]?.indices ?? [];
+    const file = parseDatasetCsv(writeDatasetCsv(train, indices), { maxSamples: 1000 });
+    expect(subset(asDatasetFile(train), indices)).toEqual(file);
+    expect(subset(digits().train, indices)).toEqual(file);
+    // The package's own floats differ (3 decimals, not k/255): the simulation must not use them.
+    expect(subset(train, indices).x).not.toEqual(file.x);
+  });
+});

@@ -1,0 +1,57 @@
+/**
+ * bench/fl-learning's environment knobs: defaults, overrides, and a malformed value refused with
+ * the variable's name rather than replaced by the default.
+ */
+import { describe, expect, it } from 'vitest';
+import { parseSettings } from '../../../bench/fl-learning/settings.js';
+
+const defaults = { workers: 2, out: '/tmp/out' };
+
+describe('parseSettings', () => {
+  it('defaults to the paper setting: 100 clients, C = 0.1, a target 2 points under central', () => {
+    const s = parseSettings({}, defaults);
+    expect(s).toMatchObject({ clients: 100, fraction: 0.1, targetPoints: 2, workers: 2 });
+    expect(s.out).toBe('/tmp/out');
+    expect(s.only).toEqual([]);
+  });
+
+  it('reads every knob from the environment', () => {
+    const s = parseSettings(
+      {
+        BENCH_ROUNDS_MAX: '2000',
+        BENCH_FL_FEDAVG_ROUNDS_MAX: '400',
+        BENCH_FL_SEED: '9',
+        BENCH_FL_WORKERS: '0',
+        BENCH_FL_CONDITIONS: 'fedsgd-iid, fedavg-iid,',
+        BENCH_FL_FRACTION: '0.2',
+        BENCH_FL_TARGET_POINTS: '1.5',
+        BENCH_FL_OUT: '/elsewhere',
+      },
+      defaults,
+    );
+    expect(s).toMatchObject({
+      fedsgdMaxRounds: 2000,
+      fedavgMaxRounds: 400,
+      seed: 9,
+      workers: 0,
+      fraction: 0.2,
+      targetPoints: 1.5,
+      out: '/elsewhere',
+    });
+    expect(s.only).toEqual(['fedsgd-iid', 'fedavg-iid']);
+  });
+
+  it('refuses a malformed value, naming the variable', () => {
+    expect(() => parseSettings({ BENCH_ROUNDS_MAX: '1e9.5' }, defaults)).toThrow(
+      /BENCH_ROUNDS_MAX=1e9.5 is not an integer >= 1/,
+    );
+    expect(() => parseSettings({ BENCH_FL_BUDGET: '0' }, defaults)).toThrow(/BENCH_FL_BUDGET/);
+    expect(() => parseSettings({ BENCH_FL_FRACTION: '0' }, defaults)).toThrow(
+      /BENCH_FL_FRACTION=0 is not a number in \(0, 1\]/,
+    );
+    expect(() => parseSettings({ BENCH_FL_WORKERS: 'two' }, defaults)).toThrow(/BENCH_FL_WORKERS/);
+    expect(() => parseSettings({ BENCH_FL_TARGET_POINTS: '-1' }, defaults)).toThrow(
+      /BENCH_FL_TARGET_POINTS/,
+    );
+  });
+});
