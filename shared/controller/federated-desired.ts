@@ -14,7 +14,7 @@ import {
 } from '../crds/index.js';
 import type { FederatedLearningJobSpec, FederatedLearningJobStatus } from '../crds/index.js';
 import type { KubeObject } from '../k8s/index.js';
-import { fedOptDefaults } from '../messages/federated.js';
+import { fedOptDefaults, sampleSize } from '../messages/federated.js';
 import type { FlJobConfig } from '../messages/federated.js';
 import { nodeTokenSecret } from '../messages/worker-message.js';
 import { dns1035Label } from './desired.js';
@@ -213,12 +213,11 @@ function trainerPlans(
 /** A trainer's request limit: a round event carrying a model of FL_INLINE_MODEL_BYTES' default. */
 const trainerBodyLimit = 9 * 1024 * 1024;
 
-const proximalMu = (spec: FederatedLearningJobSpec) => spec.aggregation.proximalMu ?? 0.01;
+/** Trainers a round asks, at most the job's (the minimum is capped as FL_JOB_CONFIG caps it). */
+const sampled = (n: number, policy: FederatedLearningJobSpec['roundPolicy']) =>
+  Math.min(n, sampleSize(n, policy.fractionFit, policy.minFitClients));
 
-/** Trainers a round asks: max(int(fraction * n), minimum), as Flower (and shared/fl/strategy). */
-function sampleSize(n: number, policy: FederatedLearningJobSpec['roundPolicy']): number {
-  return Math.min(n, Math.max(Math.floor(n * policy.fractionFit), policy.minFitClients));
-}
+const proximalMu = (spec: FederatedLearningJobSpec) => spec.aggregation.proximalMu ?? 0.01;
 
 /** An averaging algorithm with its parameters, Flower's defaults where the spec says nothing. */
 function averagingConfig(
@@ -319,7 +318,7 @@ function jobConfig(
       ...trainingParameters(spec),
       proximalMu: spec.aggregation.algorithm === 'FedProx' ? proximalMu(spec) : 0,
     },
-    aggregation: aggregationConfig(spec, sampleSize(trainers.length, spec.roundPolicy)),
+    aggregation: aggregationConfig(spec, sampled(trainers.length, spec.roundPolicy)),
     selection: {
       fraction: spec.roundPolicy.fractionFit,
       minimum: Math.min(spec.roundPolicy.minFitClients, trainers.length),

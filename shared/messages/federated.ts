@@ -97,6 +97,14 @@ const flAggregation = z.union([
     .strict(),
 ]);
 
+/**
+ * How many trainers a round asks: max(int(fraction * n), minimum), as Flower rounds it (down).
+ * reconcile-tick (central DP's divisor) and the aggregator's selection use this one rule.
+ */
+function sampleSize(n: number, fraction: number, minimum: number): number {
+  return Math.max(Math.floor(n * fraction), minimum);
+}
+
 /** Which trainers a round asks (Flower's fraction_fit and min_fit_clients), seeded per round. */
 const flSelection = z
   .object({
@@ -271,6 +279,7 @@ type TrainingParameters = z.output<typeof trainingParameters>;
 
 export {
   fedOptDefaults,
+  sampleSize,
   flJobConfig,
   flTrainerEnv,
   roundStarted,

@@ -5,6 +5,7 @@
  * and after every restart, whatever order the trainers were listed in.
  */
 import { UnavailableError, ValidationError } from '../../errors/index.js';
+import { sampleSize } from '../../messages/federated.js';
 import { SeededRandom } from '../../random/index.js';
 import { streamSeed } from './seeds.js';
 
@@ -18,11 +19,6 @@ interface Selection {
   readonly seed: number;
   /** The server round (an integer >= 1, as round-store.ts counts): every round draws anew. */
   readonly round: number;
-}
-
-/** How many train: max(int(fraction * n), minimum), as Flower rounds it (down). */
-function sampleSize(n: number, fraction: number, minimum: number): number {
-  return Math.max(Math.floor(n * fraction), minimum);
 }
 
 /**
@@ -63,5 +59,5 @@ function selectClients(selection: Selection): string[] {
   return sorted.slice(0, size).sort();
 }
 
-export { selectClients, sampleSize };
+export { selectClients };
 export type { Selection };

@@ -1,7 +1,8 @@
 /** Client selection: Flower's sample size, reproducible from the seed, fresh every round. */
 import { describe, expect, it } from 'vitest';
 import { UnavailableError, ValidationError } from '../../../../shared/errors/index.js';
-import { sampleSize, selectClients } from '../../../../shared/fl/strategy/selection.js';
+import { sampleSize } from '../../../../shared/messages/federated.js';
+import { selectClients } from '../../../../shared/fl/strategy/selection.js';
 import { seededRandom, shuffle } from '../../../../shared/random/index.js';
 
 const trainers = (n: number) => Array.from({ length: n }, (_, i) => `trainer-${i}`);
