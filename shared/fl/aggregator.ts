@@ -27,7 +27,7 @@ import { decodeState, encodeState, initialState } from './strategy/state.js';
 import type { AggregationReport, Strategy, StrategyState } from './strategy/types.js';
 import type { Evaluation } from './local-train.js';
 import type { ClaimOutcome, OfferOutcome, RoundState, RoundStore } from './round-store.js';
-import { decodeWeights } from './weights.js';
+import { decodeWeights, encodeWeights } from './weights.js';
 import type { NamedTensors } from './weights.js';
 
 /** An update's metadata as stored beside its weights. */
@@ -132,6 +132,16 @@ function stopReason(
     : undefined;
 }
 
+/**
+ * Whether round `round`'s model is evaluated beside the next round rather than before it opens:
+ * when the job's stop condition does not read the evaluation (no target accuracy, no loss
+ * improvement) and the round is not the last, nothing waits for it.
+ */
+function evaluatesBeside(config: FlJobConfig, round: number): boolean {
+  const { maxRounds, targetAccuracy, minLossImprovement } = config.stop;
+  return targetAccuracy === undefined && minLossImprovement === undefined && round < maxRounds;
+}
+
 /** The samples-weighted mean of the participants' reported losses (no evaluation Dataset). */
 function reportedLoss(metas: readonly UpdateMeta[]): number | undefined {
   const known = metas.filter((m) => m.loss !== undefined);
@@ -154,6 +164,8 @@ interface Run {
   strategy?: Strategy;
   cancelTimer?: () => void;
   closing?: Promise<void>;
+  /** The last committed round's evaluation, running beside the next round (evaluateBeside). */
+  evaluating?: Promise<void>;
   again?: boolean;
   /**
    * The weights of the updates this process accepted for the open round, decoded and checked:
@@ -254,18 +266,42 @@ async function announceRound(run: Run, state: RoundState): Promise<void> {
 
 async function start(run: Run): Promise<void> {
   const { config, store, log } = run.deps;
-  if ((await store.state()) === undefined) {
+  const state = await store.state();
+  if (state === undefined) {
     const bytes = await run.deps.initialModel();
     if (onnxLayers(bytes) === undefined)
       throw new ValidationError('the initial model was not written by the project (no layers)');
     await store.saveModel(0, bytes);
+    await warmUp(run, bytes);
     const { created } = await store.open({ ...nextRound(run, 1), sha: sha256(bytes) });
     if (created) {
       log.info({ job: config.job }, 'round 1 opened');
       evaluateInitial(run, bytes);
     }
+  } else if (state.status === 'open' || state.status === 'aggregating') {
+    await warmUp(run, (await baseModel(run, state.base)).bytes);
   }
   await resume(run);
+}
+
+/**
+ * What every round runs on the updates — decode, check, aggregate, write the model — run once on
+ * `model` before the process takes a round: a function's first runs are the slowest (the JIT
+ * has not compiled it yet), and they would otherwise be the first round's close. The strategy
+ * may refuse a single update (Krum): what ran until then is warm.
+ */
+async function warmUp(run: Run, model: Uint8Array): Promise<void> {
+  const tensors = readInitializers(model);
+  const limits = { maxBytes: run.deps.maxUpdateBytes, maxTensors: tensors.size };
+  const weights = decodeWeights(encodeWeights(tensors), limits);
+  const update = { worker: 'warm-up', samples: 1, weights };
+  checkUpdate(tensors, update);
+  try {
+    const warmed = combine(await strategyOf(run), tensors, [update], initialState, 1);
+    replaceInitializers(model, warmed.weights);
+  } catch (err) {
+    if (!(err instanceof ValidationError)) throw err;
+  }
 }
 
 /**
@@ -284,6 +320,7 @@ function evaluateInitial(run: Run, model: Uint8Array): void {
 /** Picks up whatever the store says: an open round is told again and timed; a due one closed. */
 async function resume(run: Run): Promise<void> {
   await tellOpenRound(run);
+  await evaluateMissed(run);
   await tick(run);
 }
 
@@ -438,7 +475,10 @@ async function commitRound(
 ): Promise<void> {
   const { config, store, log } = run.deps;
   const { state, version } = round;
-  const summary = await summarize(run, round);
+  // The round before's evaluation lands first: the history below holds it.
+  await run.evaluating;
+  const beside = run.deps.evaluate !== undefined && evaluatesBeside(config, state.round);
+  const summary = await summarize(run, round, !beside);
   const earlier = (await store.history()).map((h) => JSON.parse(h) as RoundSummary);
   const stop = stopReason(config, summary, earlier);
   const change = {
@@ -455,9 +495,48 @@ async function commitRound(
   if (!committed) return;
   log.info({ ...summary, stop }, 'round committed');
   await dropStale(run, state.base - 1, [summary, ...earlier]);
-  run.deps.announce(summary).catch((err: unknown) => log.warn({ err }, 'round end not announced'));
   // Inside tick's close: the new round is told, not closed (it holds no update yet).
   if (stop === undefined) await tellOpenRound(run);
+  if (beside) evaluateBeside(run, summary, round.model);
+  else announce(run, summary);
+}
+
+function announce(run: Run, summary: RoundSummary): void {
+  const { log } = run.deps;
+  run.deps.announce(summary).catch((err: unknown) => log.warn({ err }, 'round end not announced'));
+}
+
+/**
+ * Measures a committed round's model while the next round trains, then adds the figures to the
+ * round's history entry and announces the round. A failure is logged: the entry stays without
+ * them (as it does when an aggregator stops before the evaluation ends; its successor measures
+ * the latest model again, evaluateMissed).
+ */
+function evaluateBeside(run: Run, summary: RoundSummary, model: Uint8Array): void {
+  const { evaluate, store, log } = run.deps;
+  if (evaluate === undefined) return;
+  const { round } = summary;
+  run.evaluating = evaluate(model).then(
+    async ({ loss, accuracy }) => {
+      const add = (entry: string) =>
+        JSON.stringify({ ...(JSON.parse(entry) as RoundSummary), loss, accuracy });
+      await store.patchHistory(round, add);
+      log.info({ round, loss, accuracy }, 'round evaluated');
+      announce(run, { ...summary, loss, accuracy });
+    },
+    (err: unknown) => log.warn({ err, round }, "the round's model could not be evaluated"),
+  );
+}
+
+/** At start: the latest round's model measured, if its evaluation was lost with a process. */
+async function evaluateMissed(run: Run): Promise<void> {
+  const { evaluate, store } = run.deps;
+  if (evaluate === undefined) return;
+  const [latest] = await store.history();
+  const summary = latest === undefined ? undefined : (JSON.parse(latest) as RoundSummary);
+  if (summary === undefined || summary.accuracy !== undefined) return;
+  const model = await store.model(summary.version);
+  if (model !== undefined) evaluateBeside(run, summary, model);
 }
 
 /** Drops a model version no round trains from any more, unless it is the most accurate yet. */
@@ -479,11 +558,13 @@ async function summarize(
     version: number;
     report: Pick<AggregationReport, 'rejected' | 'clipped'> & { epsilon: number | undefined };
   },
+  evaluateNow: boolean,
 ): Promise<RoundSummary> {
   const { state, workers, metas, model, report } = round;
   const trainMs = metas.map((m) => m.trainMs).filter((t): t is number => t !== undefined);
-  const evaluated = await run.deps.evaluate?.(model);
-  const loss = evaluated?.loss ?? reportedLoss(metas);
+  const evaluated = evaluateNow ? await run.deps.evaluate?.(model) : undefined;
+  // Evaluated beside the next round: its loss comes with its accuracy, not the trainers'.
+  const loss = evaluateNow ? (evaluated?.loss ?? reportedLoss(metas)) : undefined;
   return {
     round: state.round,
     version: round.version,

@@ -137,4 +137,4 @@ function checkClasses(source: DatasetSource, split: Split): Split {
 }
 
 export { readDataset, datasetPath, cachedDatasetReader };
-export type { DatasetReader };
+export type { DatasetReader, DatasetSource };

@@ -70,26 +70,57 @@ function inWorkerOrder(updates: readonly WeightUpdate[]): WeightUpdate[] {
  */
 function fedAvg(base: NamedTensors, updates: readonly WeightUpdate[]): Map<string, Tensor> {
   if (updates.length === 0) throw new ValidationError('no updates to average');
+  // Names and dims now; finiteness as the sums are made (a non-finite value makes its sum so).
   const ordered = inWorkerOrder(updates).map((u) => ({
+    worker: u.worker,
     samples: u.samples,
-    tensors: alignedValues(base, u),
+    tensors: alignedValues(base, u, false),
   }));
   const total = ordered.reduce((sum, u) => sum + u.samples, 0);
   if (total <= 0) throw new ValidationError('the updates hold zero samples in total');
   const out = new Map<string, Tensor>();
   let t = 0;
   for (const [name, tensor] of base) {
-    const sum = new Float64Array(tensor.values.length);
-    for (const { samples, tensors } of ordered) {
-      const values = tensors[t]!;
-      for (let i = 0; i < sum.length; i += 1) sum[i]! += samples * values[i]!;
+    const mean = new Float32Array(tensor.values.length);
+    const terms = ordered.map((u) => ({ samples: u.samples, values: u.tensors[t]! }));
+    if (!weightedMean(terms, total, mean)) {
+      for (const u of ordered) checkFinite(`${name} of worker ${u.worker}`, u.tensors[t]!);
     }
-    const mean = new Float32Array(sum.length);
-    for (let i = 0; i < sum.length; i += 1) mean[i] = sum[i]! / total;
     out.set(name, { dims: [...tensor.dims], values: mean });
     t += 1;
   }
   return out;
+}
+
+/** Elements summed per block: the block's float64 sums stay in the CPU's first-level cache. */
+const block = 2048;
+
+/**
+ * `mean[i] = sum_k(samples_k * values_k[i]) / total`, each sum in float64 in the updates' order,
+ * block by block (the same additions in the same order as a plain loop, so the same bits).
+ * False when a sum is not finite: a value was not (float32 values times sample counts cannot
+ * overflow a float64).
+ */
+function weightedMean(
+  terms: ReadonlyArray<{ samples: number; values: Float32Array }>,
+  total: number,
+  mean: Float32Array,
+): boolean {
+  const sum = new Float64Array(Math.min(block, mean.length));
+  let check = 0;
+  for (let start = 0; start < mean.length; start += block) {
+    const n = Math.min(block, mean.length - start);
+    sum.fill(0);
+    for (const { samples, values } of terms) {
+      for (let i = 0; i < n; i += 1) sum[i]! += samples * values[start + i]!;
+    }
+    for (let i = 0; i < n; i += 1) {
+      check += sum[i]! * 0;
+      mean[start + i] = sum[i]! / total;
+    }
+  }
+  // x * 0 is 0 for every finite x and NaN for an infinite or NaN one.
+  return check === 0;
 }
 
 /**

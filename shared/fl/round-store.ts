@@ -10,7 +10,7 @@
 import { randomInt } from 'node:crypto';
 import { hashTag, key, runScript } from '../redis/index.js';
 import type { RedisClient } from '../redis/index.js';
-import { claim, commit, offer, open } from './lua/index.js';
+import { claim, commit, evaluated, offer, open } from './lua/index.js';
 
 const statuses = ['open', 'aggregating', 'done', 'failed'] as const;
 type RoundStatus = (typeof statuses)[number];
@@ -127,6 +127,11 @@ interface RoundStore {
   secretSeed(): Promise<number>;
   /** Round summaries (JSON, as committed), newest first. */
   history(): Promise<string[]>;
+  /**
+   * Replaces round `round`'s history entry by `patch` of it (its evaluation, measured after the
+   * round committed); false when the capped history holds no entry for that round any more.
+   */
+  patchHistory(round: number, patch: (entry: string) => string): Promise<boolean>;
   /** The workers whose update the open (or claimed) round holds. */
   submitted(): Promise<string[]>;
   workers(): Promise<Map<string, WorkerRecord>>;
@@ -245,6 +250,16 @@ function workerRecords(flat: Record<string, string>): Map<string, WorkerRecord> 
 
 type StoreKeys = ReturnType<typeof storeKeys>;
 
+/** The round a history entry is of (undefined: not an entry this store wrote). */
+function roundOf(entry: string): number | undefined {
+  try {
+    const { round } = JSON.parse(entry) as { round?: unknown };
+    return typeof round === 'number' ? round : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function storeKeys(job: string) {
   const tag = hashTag(`fl:${job}`);
   return {
@@ -265,7 +280,7 @@ function scripted(
   redis: RedisClient,
   keys: StoreKeys,
   job: string,
-): Pick<RoundStore, 'open' | 'offer' | 'claim' | 'commit'> {
+): Pick<RoundStore, 'open' | 'offer' | 'claim' | 'commit' | 'patchHistory'> {
   return {
     async open(first) {
       const args = [JSON.stringify(first.selected), first.quorum, first.nowMs, first.deadlineMs];
@@ -293,6 +308,17 @@ function scripted(
       const argv = [keys.state, keys.round, keys.history, ...text(commitArgs(change))];
       return runScript(redis, commit, argv, (reply) => (reply as [string])[0] === 'committed');
     },
+    async patchHistory(round, patch) {
+      // Compare-and-set on the entry read: a commit that pushed an entry meanwhile moved it.
+      for (;;) {
+        const entries = await redis.lrange(keys.history, 0, -1);
+        const index = entries.findIndex((e) => roundOf(e) === round);
+        if (index < 0) return false;
+        const expected = entries[index]!;
+        const argv = [keys.history, String(index), expected, patch(expected)];
+        if (await runScript(redis, evaluated, argv, (reply) => reply === 1)) return true;
+      }
+    },
   };
 }
 
@@ -300,7 +326,7 @@ function scripted(
 function plain(
   redis: RedisClient,
   keys: StoreKeys,
-): Omit<RoundStore, 'open' | 'offer' | 'claim' | 'commit'> {
+): Omit<RoundStore, 'open' | 'offer' | 'claim' | 'commit' | 'patchHistory'> {
   return {
     async state() {
       return parseState(new Map(Object.entries(await redis.hgetall(keys.state))));

@@ -29,6 +29,11 @@ const schema = flTrainerEnv.extend({
   FL_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1).default(30_000),
   /** The model download, which may be tens of MiB over an edge link. */
   FL_MODEL_TIMEOUT_MS: z.coerce.number().int().min(1).default(300_000),
+  /**
+   * The niceness of the training thread (0-19; the process itself stays at its own): training
+   * yields the CPU to the trainer's messaging and to whatever else the node serves.
+   */
+  FL_TRAINING_NICE: z.coerce.number().int().min(0).max(19).default(10),
 });
 
 interface TrainerConfig {
@@ -47,6 +52,7 @@ interface TrainerConfig {
   maxDatasetBytes: number;
   requestTimeoutMs: number;
   modelTimeoutMs: number;
+  trainingNice: number;
 }
 
 /** Reads and checks the trainer's environment (ConfigError naming each bad variable). */
@@ -64,6 +70,7 @@ function loadTrainerConfig(env: Env = process.env): TrainerConfig {
     maxDatasetBytes: raw.FL_MAX_DATASET_BYTES,
     requestTimeoutMs: raw.FL_REQUEST_TIMEOUT_MS,
     modelTimeoutMs: raw.FL_MODEL_TIMEOUT_MS,
+    trainingNice: raw.FL_TRAINING_NICE,
   };
 }
 

@@ -1,14 +1,15 @@
 /**
  * fl-trainer's rounds. A round event (or, at start-up, an open round the trainer missed) starts
- * one: download the round's model from the aggregator, rebuild it from the layers it carries,
- * read this node's Dataset, train locally (trainNetwork), send the weights as an update. The
+ * one: take the model the event carried (or download it from the aggregator), have it trained
+ * on this node's Dataset (round-compute.ts, on a thread of its own in an image), send the
+ * weights as an update. The
  * round's request is answered only when that is done, so Knative keeps the trainer up while it
  * trains; a second event for the round in flight is answered at once. Nothing is kept from one
  * round to the next (the trainer may scale to zero between them).
  *
  * Calls that fail for a while (the aggregator or its model unreachable, a 5xx) are retried with
  * capped exponential backoff until the round's deadline. A round that cannot be trained is
- * reported to the aggregator with an exit code its restart policy judges (exitCodes below);
+ * reported to the aggregator with an exit code its restart policy judges (round-compute.ts exitCodes);
  * no message carries weights or training data.
  */
 import { createHash } from 'node:crypto';
@@ -17,12 +18,9 @@ import { ExponentialBackoff } from 'cockatiel';
 import type { IBackoff, IBackoffFactory } from 'cockatiel';
 import { ConflictError, PayloadTooLargeError, ValidationError } from '../errors/index.js';
 import { roundStarted } from '../messages/federated.js';
-import type { RoundStarted, TrainingParameters } from '../messages/federated.js';
+import type { RoundStarted } from '../messages/federated.js';
 import { parseInput } from '../schema/index.js';
 import type { Logger } from '../telemetry/index.js';
-import type { Split } from '../training/data.js';
-import type { LayerSpec, Network } from '../training/network.js';
-import { onnxLayers, readInitializers } from '../training/onnx-export.js';
 import {
   AggregatorRejectedError,
   AggregatorUnavailableError,
@@ -30,38 +28,9 @@ import {
   sameOrigin,
 } from './client.js';
 import type { RoundStatus, TrainerClient } from './client.js';
-import type { DatasetReader } from './dataset-source.js';
-import { trainNetwork } from './local-train.js';
-import type { LocalUpdate } from './local-train.js';
-import { networkFrom } from './network-weights.js';
+import { RoundFailure, exitCodes } from './round-compute.js';
+import type { LocalTraining, Trained } from './round-compute.js';
 import type { TrainerConfig } from './trainer-config.js';
-import { encodeWeights } from './weights.js';
-
-/**
- * The exit codes a failure is reported with (the restart policy's convention: 1-127 permanent,
- * 128-255 retryable).
- */
-const exitCodes = Object.freeze({
-  /** The aggregator refused a request as malformed or unauthorized (400/401/403/413), or a bug. */
-  rejected: 1,
-  /** The Dataset cannot be read or parsed, or its format is not csv: the user must fix it. */
-  dataset: 2,
-  /** The model is not one the trainer can rebuild (no layers, other architecture, too large). */
-  model: 3,
-  /** Transient: the aggregator or the model unreachable until the deadline, a corrupt download. */
-  transient: 143,
-});
-
-/** A round that cannot be trained, with the exit code it is reported with. */
-class RoundFailure extends Error {
-  override readonly name = 'RoundFailure';
-  constructor(
-    readonly exitCode: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
 
 /** How a round ended, as its request is answered. */
 interface RoundResult {
@@ -94,19 +63,10 @@ interface Backoff {
 }
 
 interface TrainerDeps {
-  config: Pick<
-    TrainerConfig,
-    | 'job'
-    | 'worker'
-    | 'aggregatorUrl'
-    | 'datasetUrl'
-    | 'datasetFormat'
-    | 'token'
-    | 'maxModelBytes'
-    | 'maxDatasetBytes'
-  >;
+  config: Pick<TrainerConfig, 'job' | 'worker' | 'aggregatorUrl' | 'token' | 'maxModelBytes'>;
   client: TrainerClient;
-  readDataset: DatasetReader;
+  /** Where a round's model is trained (round-compute.ts, training-thread.ts). */
+  training: LocalTraining;
   log: Logger;
   /** Milliseconds since the epoch (default Date.now). */
   now?: () => number;
@@ -172,68 +132,11 @@ async function retrying<T>(
   }
 }
 
-/** A model written by exportOnnx as a Network holding its weights (RoundFailure 3 otherwise). */
-function rebuild(model: Uint8Array): Network {
-  let layers: LayerSpec[] | undefined;
-  try {
-    layers = onnxLayers(model);
-  } catch (err) {
-    throw new RoundFailure(exitCodes.model, `the model is not ONNX: ${messageOf(err)}`);
-  }
-  if (layers === undefined || layers.length === 0) {
-    throw new RoundFailure(
-      exitCodes.model,
-      'the model carries no layers (the `layers` metadata exportOnnx writes): the trainer cannot rebuild it',
-    );
-  }
-  try {
-    return networkFrom(readInitializers(model), layers);
-  } catch (err) {
-    throw new RoundFailure(exitCodes.model, `the model cannot be rebuilt: ${messageOf(err)}`);
-  }
-}
-
-/** This node's Dataset, read afresh (RoundFailure 2 when it cannot be). */
-async function loadData(parts: Parts, classes: number): Promise<Split> {
-  const { config } = parts;
-  try {
-    return await parts.readDataset({
-      url: config.datasetUrl,
-      format: config.datasetFormat,
-      maxBytes: config.maxDatasetBytes,
-      classes,
-    });
-  } catch (err) {
-    throw new RoundFailure(exitCodes.dataset, `the Dataset cannot be used: ${messageOf(err)}`);
-  }
-}
-
-/** Local training and the encoded weights (RoundFailure 2 for data that does not fit). */
-function train(
-  network: Network,
-  data: Split,
-  training: TrainingParameters,
-): LocalUpdate & { encoded: Uint8Array } {
-  let update: LocalUpdate;
-  try {
-    update = trainNetwork(network, data, training);
-  } catch (err) {
-    const code = err instanceof ValidationError ? exitCodes.dataset : exitCodes.rejected;
-    throw new RoundFailure(code, `local training failed: ${messageOf(err)}`);
-  }
-  try {
-    return { ...update, encoded: encodeWeights(update.weights) };
-  } catch (err) {
-    // Non-finite weights: training diverged with these parameters.
-    throw new RoundFailure(exitCodes.rejected, `the trained weights: ${messageOf(err)}`);
-  }
-}
-
 /** What a round answers, from how far it got. */
 function result(
   round: number,
   outcome: RoundResult['outcome'],
-  trained: LocalUpdate | undefined,
+  trained: Trained | undefined,
   reason?: string,
 ): RoundResult {
   const loss = trained?.loss ?? 0;
@@ -281,7 +184,7 @@ async function ended(
   parts: Parts,
   round: Round,
   err: unknown,
-  trained: LocalUpdate | undefined,
+  trained: Trained | undefined,
 ): Promise<RoundResult> {
   const n = round.event.round;
   if (round.signal.aborted) {
@@ -299,11 +202,7 @@ async function ended(
 }
 
 /** Sends the trained weights (retried until the deadline) and says how the aggregator took them. */
-async function sendUpdate(
-  parts: Parts,
-  round: Round,
-  trained: LocalUpdate & { encoded: Uint8Array },
-): Promise<RoundResult> {
+async function sendUpdate(parts: Parts, round: Round, trained: Trained): Promise<RoundResult> {
   const { event } = round;
   if (round.signal.aborted) throw round.signal.reason;
   const sent = await retrying(parts, round, 'update', (signal) =>
@@ -354,12 +253,10 @@ async function runRound(parts: Parts, round: Round): Promise<RoundResult> {
     return result(event.round, 'refused', undefined, reason);
   }
   parts.log.info({ round: event.round, base: event.base }, 'round started');
-  let trained: (LocalUpdate & { encoded: Uint8Array }) | undefined;
+  let trained: Trained | undefined;
   try {
     const model = await roundModel(parts, round);
-    const network = rebuild(model);
-    const data = await loadData(parts, network.outputSize);
-    trained = train(network, data, event.training);
+    trained = await parts.training.run(model, event.training, round.signal);
     return await sendUpdate(parts, round, trained);
   } catch (err) {
     return ended(parts, round, err, trained);
@@ -461,10 +358,9 @@ function createTrainer(deps: TrainerDeps): Trainer {
   }
 
   async function startupPoll(signal: AbortSignal): Promise<void> {
-    // Read the Dataset while waiting, so the first round does not parse it (a reader that keeps
-    // it, as fl-trainer's does); a Dataset that cannot be read fails its round, reported then.
-    const { datasetUrl: url, datasetFormat: format, maxDatasetBytes: maxBytes } = parts.config;
-    void parts.readDataset({ url, format, maxBytes }).catch(() => undefined);
+    // Read the Dataset while waiting, so the first round does not parse it; a Dataset that
+    // cannot be read fails its round, reported then.
+    parts.training.prefetch();
     try {
       const state = await pollRound(parts, signal);
       const missed = state === undefined ? undefined : missedRound(parts, state);

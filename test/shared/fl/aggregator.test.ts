@@ -6,7 +6,7 @@
  * claim left by a dead aggregator is taken over once its lease lapses — the same updates, once.
  */
 import { randomUUID } from 'node:crypto';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { ValidationError } from '../../../shared/errors/index.js';
 import { createAggregator } from '../../../shared/fl/aggregator.js';
 import type { Aggregator, AggregatorDeps } from '../../../shared/fl/aggregator.js';
@@ -323,6 +323,70 @@ describe('the federated aggregator', () => {
     expect(announced[1]).toMatchObject({ round: 2, accuracy: 0.9 });
     expect(await store.state()).toMatchObject({ status: 'done', version: 2 });
     expect((await store.state())?.message).toMatch(/reached targetAccuracy 0.9/);
+  });
+
+  it('without a stop condition on it, evaluates a round beside the next one and adds the figures to its history entry', async () => {
+    const pending: Array<(accuracy: number) => void> = [];
+    const agg = aggregator(
+      {
+        stop: { maxRounds: 3, patience: 1 },
+        evaluation: { url: 'file:///data/eval.csv', format: 'csv' },
+      },
+      {
+        evaluate: () =>
+          new Promise((resolve) => pending.push((accuracy) => resolve({ accuracy, loss: 2 }))),
+      },
+    );
+    await agg.start();
+    pending.shift()?.(0.1); // the initial model's
+    for (const w of trainers) await send(agg, w, 1, 10);
+    await agg.tick();
+    // Round 2 opened and was told while round 1's model is still being measured.
+    expect(await store.state()).toMatchObject({ status: 'open', round: 2 });
+    expect(told.filter((t) => t.event.round === 2)).toHaveLength(trainers.length);
+    const entry = async () => JSON.parse((await store.history())[0]!) as RoundSummary;
+    expect(await entry()).not.toHaveProperty('accuracy');
+    expect(announced).toEqual([]);
+    expect(pending).toHaveLength(1);
+    pending.shift()?.(0.6);
+    await vi.waitFor(async () => expect(await entry()).toMatchObject({ round: 1, accuracy: 0.6 }));
+    expect(announced).toEqual([expect.objectContaining({ round: 1, accuracy: 0.6, loss: 2 })]);
+    // The last round is measured before the job ends: its status has the final figures.
+    for (const w of trainers) await send(agg, w, 1, 10, 2, 1);
+    await agg.tick();
+    pending.shift()?.(0.7);
+    for (const w of trainers) await send(agg, w, 1, 10, 3, 2);
+    const closing = agg.tick();
+    await vi.waitFor(() => expect(pending).toHaveLength(1));
+    expect((await store.state())?.status).toBe('aggregating');
+    pending.shift()?.(0.8);
+    await closing;
+    expect(await store.state()).toMatchObject({ status: 'done', version: 3 });
+    const rounds = (await store.history()).map((h) => JSON.parse(h) as RoundSummary);
+    expect(rounds.map((r) => [r.round, r.accuracy])).toEqual([
+      [3, 0.8],
+      [2, 0.7],
+      [1, 0.6],
+    ]);
+  });
+
+  it('a restarted aggregator measures the latest model whose evaluation was lost', async () => {
+    const first = aggregator(
+      { stop: { maxRounds: 3, patience: 1 }, evaluation: { url: 'file:///e.csv', format: 'csv' } },
+      { evaluate: () => new Promise(() => {}) }, // never ends: the process "dies" first
+    );
+    await first.start();
+    for (const w of trainers) await send(first, w, 1, 10);
+    await first.tick();
+    first.close();
+    const again = aggregator(
+      { stop: { maxRounds: 3, patience: 1 }, evaluation: { url: 'file:///e.csv', format: 'csv' } },
+      { evaluate: () => Promise.resolve({ accuracy: 0.42, loss: 1.5 }) },
+    );
+    await again.start();
+    await vi.waitFor(async () =>
+      expect(JSON.parse((await store.history())[0]!)).toMatchObject({ round: 1, accuracy: 0.42 }),
+    );
   });
 
   it('closes on its quorum; a straggler after that is told the round is over', async () => {

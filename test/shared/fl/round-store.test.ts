@@ -17,10 +17,12 @@ const weights = (fill: number) => Buffer.alloc(16, fill);
 describe('the federated round store', () => {
   let redis: TestRedis;
   let store: RoundStore;
+  let job: string;
 
   beforeEach(async () => {
     redis = await testRedis();
-    store = createRoundStore(redis.client, `default/digits/${randomUUID()}`);
+    job = randomUUID();
+    store = createRoundStore(redis.client, `default/digits/${job}`);
     await store.open({
       selected: workers,
       quorum: 2,
@@ -152,6 +154,50 @@ describe('the federated round store', () => {
       reason: 'late',
       detail: '2',
     });
+  });
+
+  it("patches a round's history entry where it is, even when a commit moved it meanwhile", async () => {
+    const commitRound = async (round: number) => {
+      for (const w of workers) await send(w, { round, base: round - 1 });
+      await store.claim(round, `t${round}`, t0 + 1000 * round, 5000);
+      await store.commit({
+        round,
+        token: `t${round}`,
+        outcome: 'next',
+        version: round,
+        sha: `v${round}`,
+        selected: workers,
+        quorum: 2,
+        nowMs: t0 + 1000 * round,
+        deadlineMs: t0 + 60_000 * round,
+        summary: JSON.stringify({ round, participants: 3 }),
+      });
+    };
+    await commitRound(1);
+    const history = (await redis.keys())
+      .find((k) => k.endsWith(`${job}}:history`))
+      ?.slice(redis.prefix.length);
+    let moved = false;
+    const patched = await store.patchHistory(1, (entry) => {
+      const next = JSON.stringify({ ...(JSON.parse(entry) as object), accuracy: 0.5 });
+      return next;
+    });
+    expect(patched).toBe(true);
+    // A commit between the read and the write: the first write is refused, the patch read again.
+    const racing = store.patchHistory(1, (entry) => {
+      if (!moved) {
+        // Queued on the connection before the patch's own write: the entry moves to index 1.
+        moved = true;
+        void redis.client.lpush(history!, JSON.stringify({ round: 2, participants: 3 }));
+      }
+      return JSON.stringify({ ...(JSON.parse(entry) as object), loss: 2 });
+    });
+    expect(await racing).toBe(true);
+    expect((await store.history()).map((h) => JSON.parse(h) as unknown)).toEqual([
+      { round: 2, participants: 3 },
+      { round: 1, participants: 3, accuracy: 0.5, loss: 2 },
+    ]);
+    expect(await store.patchHistory(7, (e) => e)).toBe(false);
   });
 
   it('opens the same round again when nobody answered by the deadline', async () => {

@@ -19,6 +19,7 @@ import type { IncomingEvent } from '../../../shared/events/index.js';
 import { createTrainerClient } from '../../../shared/fl/client.js';
 import { writeDatasetCsv } from '../../../shared/fl/dataset-file.js';
 import { readDataset } from '../../../shared/fl/dataset-source.js';
+import { inThreadTraining } from '../../../shared/fl/round-compute.js';
 import { createTrainer } from '../../../shared/fl/trainer.js';
 import type { RoundResult, Trainer } from '../../../shared/fl/trainer.js';
 import type { TrainerConfig } from '../../../shared/fl/trainer-config.js';
@@ -190,7 +191,10 @@ function build(
   const trainer = createTrainer({
     config: full,
     client,
-    readDataset,
+    training: inThreadTraining({
+      read: readDataset,
+      source: { url: full.datasetUrl, format: full.datasetFormat, maxBytes: full.maxDatasetBytes },
+    }),
     log: telemetry.log,
     now: () => clock,
     delay: async (ms) => {

@@ -1,0 +1,143 @@
+/**
+ * A round's computation on a trainer: rebuild the global model from the layers it carries, read
+ * this node's Dataset, train locally (trainNetwork), encode the weights. Pure computation, no
+ * messaging: the trainer runs it on its main thread (inThreadTraining) or, in a built image, on a
+ * thread of its own at a lower CPU priority (training-thread.ts), so that its messaging, its
+ * health checks and whatever else the edge node serves go first.
+ *
+ * A round that cannot be trained throws a RoundFailure with the exit code it is reported with
+ * (the restart policy's convention: 1-127 permanent, 128-255 retryable).
+ */
+import { ValidationError } from '../errors/index.js';
+import type { TrainingParameters } from '../messages/federated.js';
+import type { Split } from '../training/data.js';
+import type { LayerSpec, Network } from '../training/network.js';
+import { onnxLayers, readInitializers } from '../training/onnx-export.js';
+import type { DatasetReader, DatasetSource } from './dataset-source.js';
+import { trainNetwork } from './local-train.js';
+import { networkFrom } from './network-weights.js';
+import { encodeWeights } from './weights.js';
+
+/** The exit codes a failed round is reported with. */
+const exitCodes = Object.freeze({
+  /** The aggregator refused a request as malformed or unauthorized (400/401/403/413), or a bug. */
+  rejected: 1,
+  /** The Dataset cannot be read or parsed, or its format is not csv: the user must fix it. */
+  dataset: 2,
+  /** The model is not one the trainer can rebuild (no layers, other architecture, too large). */
+  model: 3,
+  /** Transient: the aggregator or the model unreachable until the deadline, a corrupt download. */
+  transient: 143,
+});
+
+/** A round that cannot be trained, with the exit code it is reported with. */
+class RoundFailure extends Error {
+  override readonly name = 'RoundFailure';
+  constructor(
+    readonly exitCode: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** A trained round: what the update carries. */
+interface Trained {
+  readonly samples: number;
+  /** Mean cross-entropy over the last epoch's steps. */
+  readonly loss: number;
+  /** Milliseconds of training (after the model is loaded and the data checked). */
+  readonly trainMs: number;
+  /** The weights, encoded as updates carry them (weights.ts). */
+  readonly encoded: Uint8Array;
+}
+
+/** Where a round's computation runs. */
+interface LocalTraining {
+  /**
+   * Trains `model` (an exportOnnx model) on this node's Dataset. Rejects with a RoundFailure, or
+   * with `signal`'s reason once it aborts (a newer round superseded this one).
+   */
+  run(model: Uint8Array, training: TrainingParameters, signal: AbortSignal): Promise<Trained>;
+  /** Reads the Dataset ahead of the first round; a failure is that round's to report. */
+  prefetch(): void;
+  close(): Promise<void>;
+}
+
+const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
+
+/** A model written by exportOnnx as a Network holding its weights (RoundFailure 3 otherwise). */
+function rebuild(model: Uint8Array): Network {
+  let layers: LayerSpec[] | undefined;
+  try {
+    layers = onnxLayers(model);
+  } catch (err) {
+    throw new RoundFailure(exitCodes.model, `the model is not ONNX: ${messageOf(err)}`);
+  }
+  if (layers === undefined || layers.length === 0) {
+    throw new RoundFailure(
+      exitCodes.model,
+      'the model carries no layers (the `layers` metadata exportOnnx writes): the trainer cannot rebuild it',
+    );
+  }
+  try {
+    return networkFrom(readInitializers(model), layers);
+  } catch (err) {
+    throw new RoundFailure(exitCodes.model, `the model cannot be rebuilt: ${messageOf(err)}`);
+  }
+}
+
+/** This node's Dataset (RoundFailure 2 when it cannot be read). */
+async function loadData(read: DatasetReader, source: DatasetSource, classes: number) {
+  try {
+    return await read({ ...source, classes });
+  } catch (err) {
+    throw new RoundFailure(exitCodes.dataset, `the Dataset cannot be used: ${messageOf(err)}`);
+  }
+}
+
+/** Local training and the encoded weights (RoundFailure 2 for data that does not fit). */
+function train(network: Network, data: Split, training: TrainingParameters): Trained {
+  let update: ReturnType<typeof trainNetwork>;
+  try {
+    update = trainNetwork(network, data, training);
+  } catch (err) {
+    const code = err instanceof ValidationError ? exitCodes.dataset : exitCodes.rejected;
+    throw new RoundFailure(code, `local training failed: ${messageOf(err)}`);
+  }
+  try {
+    const { samples, loss, trainMs } = update;
+    return { samples, loss, trainMs, encoded: encodeWeights(update.weights) };
+  } catch (err) {
+    // Non-finite weights: training diverged with these parameters.
+    throw new RoundFailure(exitCodes.rejected, `the trained weights: ${messageOf(err)}`);
+  }
+}
+
+/** One round's computation, start to end. */
+async function computeRound(
+  model: Uint8Array,
+  training: TrainingParameters,
+  data: { read: DatasetReader; source: DatasetSource },
+): Promise<Trained> {
+  const network = rebuild(model);
+  const split = await loadData(data.read, data.source, network.outputSize);
+  return train(network, split, training);
+}
+
+/** The computation on the caller's thread (tests, the functions-framework CLI). */
+function inThreadTraining(data: { read: DatasetReader; source: DatasetSource }): LocalTraining {
+  return {
+    async run(model, training, signal) {
+      signal.throwIfAborted();
+      return computeRound(model, training, data);
+    },
+    prefetch() {
+      data.read(data.source).catch(() => undefined);
+    },
+    close: () => Promise.resolve(),
+  };
+}
+
+export { RoundFailure, computeRound, exitCodes, inThreadTraining };
+export type { LocalTraining, Trained };
