@@ -5,4 +5,4 @@ export { parseMediaType } from './media.js';
 export { createEventSink, SinkRefusedError } from './sink.js';
 export type { IncomingEvent, OutgoingEvent } from './cloudevents.js';
 export type { MediaType } from './media.js';
-export type { Sink, SinkEvent } from './sink.js';
+export type { Sink, SinkEvent, SinkPost } from './sink.js';

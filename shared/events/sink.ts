@@ -21,6 +21,27 @@ interface SinkEvent {
 type Sink = (event: SinkEvent) => Promise<void>;
 
 /**
+ * How an event is posted: resolves with the answer's status, rejects when none came. The default
+ * is Node's fetch; a caller that pushes large bodies passes one that does not copy them (fetch
+ * copies a byte body before it sends it).
+ */
+type SinkPost = (
+  url: string,
+  request: { headers: Record<string, string>; body: Uint8Array | string; timeoutMs: number },
+) => Promise<number>;
+
+const fetchPost: SinkPost = async (url, { headers, body, timeoutMs }) => {
+  const response = await fetch(url, {
+    method: 'POST',
+    headers,
+    body,
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  await response.body?.cancel();
+  return response.status;
+};
+
+/**
  * The sink refused the event for good (a 4xx other than those Knative retries: 404, 408, 409,
  * 429): sending it again cannot help, so it is not retried.
  */
@@ -44,9 +65,9 @@ function createEventSink(options: {
   timeoutMs?: number;
   /** Sent with every event (credentials for a receiver that checks who sends). */
   headers?: Readonly<Record<string, string>>;
-  send?: typeof fetch;
+  post?: SinkPost;
 }): Sink {
-  const send = options.send ?? fetch;
+  const post = options.post ?? fetchPost;
   const policy = retry(
     handleWhen((err) => !(err instanceof SinkRefusedError)),
     {
@@ -74,17 +95,12 @@ function createEventSink(options: {
     const body = bytes ?? JSON.stringify(event.data);
     try {
       await policy.execute(async () => {
-        const response = await send(options.url, {
-          method: 'POST',
-          headers,
-          body,
-          signal: AbortSignal.timeout(options.timeoutMs ?? 5000),
-        });
-        const { status } = response;
+        const timeoutMs = options.timeoutMs ?? 5000;
+        const status = await post(options.url, { headers, body, timeoutMs });
         if (status >= 400 && status < 500 && !retriedStatuses.has(status)) {
           throw new SinkRefusedError(status);
         }
-        if (!response.ok) throw new Error(`sink answered ${status}`);
+        if (status < 200 || status > 299) throw new Error(`sink answered ${status}`);
       });
     } catch (err) {
       if (err instanceof SinkRefusedError) throw err;
@@ -96,4 +112,4 @@ function createEventSink(options: {
 }
 
 export { createEventSink, SinkRefusedError };
-export type { Sink, SinkEvent };
+export type { Sink, SinkEvent, SinkPost };
