@@ -362,7 +362,21 @@ async function runEveryScript(redis: RedisClient): Promise<void> {
     nowMs: 0,
   });
   await rounds.claim(1, 't', 0, 1000);
-  await rounds.commit({ round: 1, token: 't', outcome: 'failed', nowMs: 0, message: 'x' });
+  await rounds.commit({
+    round: 1,
+    token: 't',
+    outcome: 'next',
+    version: 1,
+    sha: '',
+    summary: JSON.stringify({ round: 1 }),
+    selected: ['w'],
+    quorum: 1,
+    nowMs: 0,
+    deadlineMs: 1,
+  });
+  await rounds.patchHistory(1, (entry) => entry);
+  await rounds.claim(2, 't2', 5, 1000);
+  await rounds.commit({ round: 2, token: 't2', outcome: 'failed', nowMs: 5, message: 'x' });
 
   const tag = 'bench-0';
   await defineIdempotentScript(redis, count, { ttlSeconds: 60 })(
