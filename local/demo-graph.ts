@@ -2,8 +2,13 @@
  * The ML graph part of `make demo`: knative/samples/mlgraph-digits.yaml applied unchanged (a
  * Thompson router over the edge and cloud digit classifiers, their branches joined), held-out
  * MNIST digits sent through the graph's URL, a reward for each (1 when the answer is right),
- * and the router's share per child before and after; then the graph deleted and its Services
- * seen gone. The two models are cloud-infer Services of the project's classifiers.
+ * and the router's share per child before and after. Rewarded for accuracy alone, the router
+ * learns to offload nearly everything (a right answer from the cloud is worth as much as one
+ * from the edge); so the same digits then go through the same graph with a cost on the cloud
+ * arm (`router.costs`, lambda per offloaded request: the router maximises accuracy minus
+ * lambda times offload), run by an executor Service of its own from a hand-written plan, and
+ * the two are printed side by side. Then the graph is deleted and its Services seen gone. The
+ * two models are cloud-infer Services of the project's classifiers.
  */
 import type { Kube, KubeObject } from '../shared/k8s/index.js';
 import { loadMnist } from '../shared/training/data.js';
@@ -26,7 +31,14 @@ interface GraphFigures {
   cloudShare: { first: number; last: number };
   /** The router Service's /arms at the end. */
   arms: Array<{ name: string; routed: number; rewarded: number; meanReward: number | null }>;
+  /** The same digits with the cloud arm costing `lambda` per request. */
+  costed: { lambda: number; cloudShare: { first: number; last: number } };
+  /** Over all the requests, without and with the cost: accuracy, offload, accuracy - lambda offload. */
+  outcome: Record<'blind' | 'costed', { accuracy: number; offload: number; net: number }>;
 }
+
+/** What an offloaded request costs in the costed run, in the reward's units (a right answer is 1). */
+const lambda = 0.1;
 
 /** A cloud-infer Knative Service serving one of the digit classifiers. */
 function modelService(root: URL, name: string, model: string, file: string): KubeObject {
@@ -97,8 +109,8 @@ async function deployGraph({ stack, step, wait }: Step, root: URL): Promise<stri
 const argmax = (values: readonly number[]) => values.indexOf(Math.max(...values));
 
 /** One digit through the graph: which child answered, whether right, and the prediction id. */
-async function predict(url: string, pixels: number[], label: number) {
-  const answer = await fetch(`${url}/v2/models/${graphName}/infer`, {
+async function predict(url: string, model: string, pixels: number[], label: number) {
+  const answer = await fetch(`${url}/v2/models/${model}/infer`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({
@@ -129,7 +141,7 @@ async function reward(url: string, puid: string, right: boolean): Promise<void> 
  * One window of digits. The first window's rewards are sent after it (the router's share
  * before it has learnt anything); later ones as each answer comes.
  */
-async function window(url: string, from: number, size: number, later: boolean) {
+async function window(url: string, model: string, from: number, size: number, later: boolean) {
   const { test } = loadMnist();
   const owed: Array<{ puid: string; right: boolean }> = [];
   let cloud = 0;
@@ -137,6 +149,7 @@ async function window(url: string, from: number, size: number, later: boolean) {
   for (let i = from; i < from + size; i += 1) {
     const outcome = await predict(
       url,
+      model,
       Array.from(test.x.subarray(i * 784, (i + 1) * 784)),
       test.y[i]!,
     );
@@ -150,17 +163,36 @@ async function window(url: string, from: number, size: number, later: boolean) {
 }
 
 /** Sends `n` held-out digits in windows, printing the router's share per window. */
-async function learn({ stack, step }: Step, url: string, n: number, windows: number) {
+async function sendWindows(
+  step: Step['step'],
+  target: { url: string; model: string; label: string },
+  n: number,
+  windows: number,
+) {
   const size = Math.floor(n / windows);
   const perWindow: Array<{ cloud: number; right: number }> = [];
   for (let w = 0; w < windows; w += 1) {
-    const { cloud, right } = await window(url, w * size, size, w === 0);
+    const { cloud, right } = await window(target.url, target.model, w * size, size, w === 0);
     perWindow.push({ cloud, right });
     const when = w === 0 ? 'before any reward' : 'rewarded as they go';
     step(
-      `graph          requests ${w * size + 1}-${(w + 1) * size} (${when}): router sent ${cloud} to cloud, ${size - cloud} to edge (${((100 * cloud) / size).toFixed(0)}% cloud); right ${right}`,
+      `graph ${target.label.padEnd(8)} requests ${w * size + 1}-${(w + 1) * size} (${when}): router sent ${cloud} to cloud, ${size - cloud} to edge (${((100 * cloud) / size).toFixed(0)}% cloud); right ${right}`,
     );
   }
+  const total = size * windows;
+  const offload = perWindow.reduce((a, x) => a + x.cloud, 0) / total;
+  const accuracy = perWindow.reduce((a, x) => a + x.right, 0) / total;
+  const share = (x: { cloud: number }) => x.cloud / size;
+  return {
+    requests: total,
+    cloudShare: { first: share(perWindow[0]!), last: share(perWindow.at(-1)!) },
+    outcome: { accuracy, offload, net: accuracy - lambda * offload },
+  };
+}
+
+/** The sample graph's digits, rewarded for accuracy alone; then its router's /arms. */
+async function learn({ stack, step }: Step, url: string, n: number, windows: number) {
+  const sent = await sendWindows(step, { url, model: graphName, label: '' }, n, windows);
   const pick = await waitFor('the router Service', () => stack.urlOf(ns, `${graphName}-pick`), {});
   const arms = ((await (await fetch(`${pick}/arms`)).json()) as { children: GraphFigures['arms'] })
     .children;
@@ -169,12 +201,81 @@ async function learn({ stack, step }: Step, url: string, n: number, windows: num
       `graph          arm ${arm.name.padEnd(6)} routed ${arm.routed}, rewarded ${arm.rewarded}, mean reward ${arm.meanReward?.toFixed(3) ?? '-'} (GET ${graphName}-pick /arms)`,
     );
   }
-  const share = (x: { cloud: number }) => x.cloud / size;
+  return { ...sent, arms };
+}
+
+/**
+ * The sample graph as the controller plans it (every model at its URL, the join built in), its
+ * router's cloud arm costing `lambda`: run by an executor Service of its own (the router
+ * function with MLGRAPH_GRAPH), so its router learns from nothing, on its own Redis state.
+ */
+function costedPlan(edge: string, cloud: string) {
+  const toAnswer = [{ node: 'answer' }];
   return {
-    requests: size * windows,
-    cloudShare: { first: share(perWindow[0]!), last: share(perWindow.at(-1)!) },
-    arms,
+    graph: `${ns}/${graphName}-costed`,
+    root: 'pick',
+    timeoutMs: 5000,
+    nodes: [
+      {
+        name: 'pick',
+        kind: 'router',
+        router: {
+          node: `${ns}.${graphName}-costed-pick`,
+          strategy: { kind: 'thompson' },
+          costs: { cloud: { perRequest: lambda } },
+        },
+        children: [
+          { node: 'edge', timeoutMs: 1000, retries: 1 },
+          { node: 'cloud', timeoutMs: 1000, retries: 1 },
+        ],
+      },
+      { name: 'edge', kind: 'model', url: edge, model: { name: 'edge' }, children: toAnswer },
+      { name: 'cloud', kind: 'model', url: cloud, model: { name: 'cloud' }, children: toAnswer },
+      { name: 'answer', kind: 'join', join: { type: 'any' } },
+    ],
   };
+}
+
+/** The same digits through the same graph with the cloud arm's cost; its executor removed after. */
+async function learnWithCost(at: Step, n: number, windows: number) {
+  const { stack, step, wait } = at;
+  const [edge, cloud] = ['digits-edge', 'digits-cloud'].map((name) => stack.urlOf(ns, name));
+  if (edge === undefined || cloud === undefined) throw new Error('the model Services have no URL');
+  const name = `${graphName}-costed`;
+  // Its environment's sources (the Secret with REDIS_URL) as reconcile-tick gives the graph's own.
+  const executor = (await stack.kube.get(serviceRef(graphName)))['spec'] as {
+    template: { spec: { containers: Array<{ envFrom?: unknown[] }> } };
+  };
+  const envFrom = executor.template.spec.containers[0]?.envFrom ?? [];
+  await stack.kube.create('knativeService', ns, {
+    apiVersion: 'serving.knative.dev/v1',
+    kind: 'Service',
+    metadata: { name, namespace: ns },
+    spec: {
+      template: {
+        spec: {
+          containers: [
+            {
+              image: 'edgeai',
+              envFrom,
+              env: [
+                { name: 'FUNCTION_TARGET', value: 'router' },
+                { name: 'MLGRAPH_GRAPH', value: JSON.stringify(costedPlan(edge, cloud)) },
+              ],
+            },
+          ],
+        },
+      },
+    },
+  });
+  await whenReady(stack.kube, name, wait);
+  const url = await waitFor(`the ${name} route`, () => stack.urlOf(ns, name), wait);
+  step(
+    `graph          the same graph, its cloud arm costing ${lambda} a request (router.costs; executor ${name}, a hand-written plan): the router maximises accuracy - ${lambda} x offload`,
+  );
+  const sent = await sendWindows(step, { url, model: name, label: 'costed' }, n, windows);
+  await stack.kube.delete(serviceRef(name));
+  return sent;
 }
 
 /** Deletes the graph, waits for its Services to go, then removes the two model Services. */
@@ -191,16 +292,27 @@ async function removeGraph({ stack, step, wait }: Step): Promise<void> {
     wait,
   );
   step(
-    `graph          deleted MLGraph ${graphName}: its executor, router and join Services went with it`,
+    `graph          deleted MLGraph ${graphName}: its executor and router Services went with it`,
   );
   for (const name of ['digits-edge', 'digits-cloud']) await stack.kube.delete(serviceRef(name));
 }
 
 async function graphDemo(at: Step, root: URL, n: number): Promise<GraphFigures> {
   const url = await deployGraph(at, root);
-  const figures = await learn(at, url, n, 5);
+  const blind = await learn(at, url, n, 5);
+  const costed = await learnWithCost(at, n, 5);
+  const line = (label: string, o: GraphFigures['outcome']['blind']) =>
+    `graph          ${label}: accuracy ${(100 * o.accuracy).toFixed(1)}%, offloaded ${(100 * o.offload).toFixed(1)}%, accuracy - ${lambda} x offload ${o.net.toFixed(3)}`;
+  at.step(line('cost-blind router (reward = right answer)', blind.outcome));
+  at.step(line(`cloud arm costing ${lambda}`.padEnd(41), costed.outcome));
   await removeGraph(at);
-  return figures;
+  return {
+    requests: blind.requests,
+    cloudShare: blind.cloudShare,
+    arms: blind.arms,
+    costed: { lambda, cloudShare: costed.cloudShare },
+    outcome: { blind: blind.outcome, costed: costed.outcome },
+  };
 }
 
 export { graphDemo };

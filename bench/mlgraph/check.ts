@@ -15,6 +15,7 @@ interface Targets {
   small: string;
   large: string;
   ensemble: string;
+  ensembleRemote: string;
   routerGraph: string;
 }
 
@@ -27,19 +28,23 @@ interface Checked {
 async function post(
   url: string,
   request: Request,
-): Promise<{ body: unknown; nodes: string | null }> {
+): Promise<{ body: unknown; text: string; nodes: string | null }> {
   const answer = await fetch(url, request);
   const text = await answer.text();
   if (answer.status !== 200) throw new Error(`${url} answered ${answer.status}: ${text}`);
-  return { body: JSON.parse(text) as unknown, nodes: answer.headers.get('mlgraph-nodes') };
+  return { body: JSON.parse(text) as unknown, text, nodes: answer.headers.get('mlgraph-nodes') };
 }
 
 const same = (a: OipAnswer, b: OipAnswer | undefined) =>
   JSON.stringify(a.outputs) === JSON.stringify(b?.outputs);
 
-async function checkEnsemble(targets: Targets, request: Request, direct: OipAnswer[]) {
+async function checkEnsemble(
+  url: string,
+  request: Request,
+  direct: OipAnswer[],
+): Promise<{ nodes: string; text: string }> {
   const [small, large] = direct as [OipAnswer, OipAnswer];
-  const { body, nodes } = await post(targets.ensemble, request);
+  const { body, nodes, text } = await post(url, request);
   const joined = body as { partial?: boolean; inputs?: Record<string, OipAnswer> };
   if (joined.partial !== false || !same(small, joined.inputs?.['small'])) {
     throw new Error(`ensemble: no complete join with small's output: ${JSON.stringify(body)}`);
@@ -49,7 +54,7 @@ async function checkEnsemble(targets: Targets, request: Request, direct: OipAnsw
   }
   const ran = (nodes ?? '').split(',').sort().join(',');
   if (ran !== 'both,large,pick,small') throw new Error(`ensemble: mlgraph-nodes is ${nodes}`);
-  return nodes!;
+  return { nodes: nodes!, text };
 }
 
 async function checkRouter(targets: Targets, request: Request, large: OipAnswer, times: number) {
@@ -78,7 +83,17 @@ async function checkAnswers(targets: Targets, request: Request): Promise<Checked
   if (direct.some((d) => !Array.isArray(d.outputs) || d.outputs.length === 0)) {
     throw new Error(`a member answered without outputs: ${JSON.stringify(direct)}`);
   }
-  const ensembleNodes = await checkEnsemble(targets, request, direct);
+  // One prediction id for both: the join in the executor and the joiner function answer the
+  // same bytes for the same members' answers.
+  const same = { ...request, headers: { ...request.headers, 'mlgraph-puid': 'bench-check' } };
+  const inExecutor = await checkEnsemble(targets.ensemble, same, direct);
+  const remote = await checkEnsemble(targets.ensembleRemote, same, direct);
+  if (inExecutor.text !== remote.text) {
+    throw new Error(
+      `the two joins differ:\n  executor: ${inExecutor.text}\n  joiner:   ${remote.text}`,
+    );
+  }
+  const ensembleNodes = inExecutor.nodes;
   // Thompson sampling with no rewards draws both children alike: 24 all one way is 2^-23.
   const routed = await checkRouter(targets, request, direct[1]!, 24);
   return { routed, ensembleNodes };

@@ -1,7 +1,7 @@
 /**
- * The two graphs, as the plans (MLGRAPH_GRAPH) the controller would write for them, with every
- * URL resolved to the processes of this run. Built-in routers only: the executor runs them
- * itself on their Redis state, so no router hop is measured, only the executor's own work.
+ * The graphs, as the plans (MLGRAPH_GRAPH) the controller would write for them, with every URL
+ * resolved to the processes of this run. Built-in routers only: the executor runs them itself
+ * on their Redis state, so no router hop is measured, only the executor's own work.
  */
 import type { z } from 'zod';
 import type { graphPlan } from '../../shared/messages/graph-plan.js';
@@ -17,8 +17,12 @@ interface Members {
 /** The OIP name a graph is served as: the part of `graph` after the slash. */
 const routeName = (plan: Plan): string => plan.graph.split('/')[1]!;
 
-/** Every request to both members (a static router over both), their answers joined (inner). */
-function ensemblePlan(members: Members, joiner: string): Plan {
+/**
+ * Every request to both members (a static router over both), their answers joined (inner): by
+ * the executor itself (a built-in join, as the controller plans a join without a url), or by
+ * the joiner function at `joiner` (a join of your own, through Redis).
+ */
+function ensemblePlan(members: Members, joiner?: string): Plan {
   const member = (name: 'small' | 'large') => ({
     name,
     kind: 'model' as const,
@@ -26,19 +30,25 @@ function ensemblePlan(members: Members, joiner: string): Plan {
     model: { name: members[name].model },
     children: [{ node: 'both' }],
   });
+  const graph = joiner === undefined ? 'ensemble' : 'ensemble-remote';
   return {
-    graph: 'bench/ensemble',
+    graph: `bench/${graph}`,
     root: 'pick',
     nodes: [
       {
         name: 'pick',
         kind: 'router',
-        router: { node: 'bench.ensemble-pick', strategy: { kind: 'static' } },
+        router: { node: `bench.${graph}-pick`, strategy: { kind: 'static' } },
         children: [{ node: 'small' }, { node: 'large' }],
       },
       member('small'),
       member('large'),
-      { name: 'both', kind: 'join', url: joiner, join: { type: 'inner' } },
+      {
+        name: 'both',
+        kind: 'join',
+        ...(joiner === undefined ? {} : { url: joiner }),
+        join: { type: 'inner' },
+      },
     ],
   };
 }

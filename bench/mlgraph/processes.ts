@@ -82,7 +82,7 @@ class Fleet {
 
   /** The bare functions-framework hello of bench/edge-infer: the ceiling, in its own process. */
   async startHello(): Promise<Running> {
-    const child = fork(new URL('../edge-infer/server.js', import.meta.url), [], {
+    const child = fork(new URL('../edge-infer/server.js', import.meta.url), ['ff'], {
       stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
     });
     this.children.push(child);

@@ -6,7 +6,7 @@ import { median, printTable } from '../support/report.js';
 import type { Phase } from './load.js';
 
 /** The targets, in the order each round visits them. */
-const names = ['hello', 'small', 'large', 'ensemble', 'router-graph'] as const;
+const names = ['hello', 'small', 'large', 'ensemble', 'ensemble-remote', 'router-graph'] as const;
 type Name = (typeof names)[number];
 
 interface Figures {
@@ -20,6 +20,10 @@ interface Condition {
   summary: Record<Name, Figures>;
   /** Ensemble requests/s over its slowest member's (medians). */
   ensembleVsSlowest: number;
+  /** Ensemble requests/s over the pair's, 1 / (1/small + 1/large) (medians). */
+  ensembleVsPair: number;
+  /** The same with the join in the joiner function. */
+  remoteVsPair: number;
   /** Router graph p50 minus the large member's p50, ms (medians). */
   overheadP50: number;
   /** Median CPU ms per request by process label, per target. */
@@ -50,6 +54,8 @@ function summarize(phases: Record<Name, Phase[]>, seconds: number): Omit<Conditi
   return {
     summary,
     ensembleVsSlowest: summary.ensemble.rps / Math.min(summary.small.rps, summary.large.rps),
+    ensembleVsPair: summary.ensemble.rps * (1 / summary.small.rps + 1 / summary.large.rps),
+    remoteVsPair: summary['ensemble-remote'].rps * (1 / summary.small.rps + 1 / summary.large.rps),
     overheadP50: summary['router-graph'].p50 - summary.large.p50,
     cpu: Object.fromEntries(names.map((n) => [n, cpuPerRequest(phases[n])])) as Condition['cpu'],
     cores: Object.fromEntries(
@@ -65,7 +71,8 @@ const describe: Record<Name, string> = {
   hello: 'functions-framework hello (the ceiling)',
   small: 'small member direct (cloud-infer, edge.onnx)',
   large: 'large member direct (cloud-infer, cloud.onnx)',
-  ensemble: 'ensemble graph (static router, both, inner join)',
+  ensemble: 'ensemble graph (static router, both, inner join in the executor)',
+  'ensemble-remote': 'the same, joined by the joiner function (join.url)',
   'router-graph': 'router graph (Thompson over a, b = large)',
 };
 
@@ -87,7 +94,8 @@ function printCondition(c: Condition): void {
     ]),
   );
   process.stdout.write(
-    `ensemble / slowest member: ${c.ensembleVsSlowest.toFixed(3)}; ` +
+    `ensemble / slowest member: ${c.ensembleVsSlowest.toFixed(3)}; ensemble / the pair: ` +
+      `${c.ensembleVsPair.toFixed(3)} (joiner function: ${c.remoteVsPair.toFixed(3)}); ` +
       `router graph p50 - large p50: ${c.overheadP50.toFixed(3)} ms\n`,
   );
 }
@@ -112,9 +120,52 @@ function cpuFigures(c: Condition): Record<string, number> {
   const out: Record<string, number> = {};
   for (const n of names) out[`${n.replace('-', '_')}_cpu_ms_per_req`] = r2(total(c.cpu[n]));
   out['ensemble_executor_cpu_ms_per_req'] = r2(c.cpu.ensemble.get('ensemble executor') ?? 0);
-  out['ensemble_joiner_cpu_ms_per_req'] = r2(c.cpu.ensemble.get('joiner') ?? 0);
+  out['ensemble_remote_executor_cpu_ms_per_req'] = r2(
+    c.cpu['ensemble-remote'].get('remote-join executor') ?? 0,
+  );
+  out['ensemble_remote_joiner_cpu_ms_per_req'] = r2(c.cpu['ensemble-remote'].get('joiner') ?? 0);
   out['router_executor_cpu_ms_per_req'] = r2(c.cpu['router-graph'].get('router executor') ?? 0);
   return out;
+}
+
+/**
+ * What an ensemble costs over its members, from the processes' CPU counters (machine-
+ * independent ratios of the same run): `added` is the CPU the graph adds per request — its
+ * executor, the joiner, Redis, and the members' CPU beyond what a direct call costs them — and
+ * `xMember` that in units of the costlier member's CPU per direct request (all processes, the
+ * load generator's included); `vsMembers` all CPU per ensemble request over the two members'
+ * direct-call CPU together.
+ */
+function graphCost(c: Condition, target: 'ensemble' | 'ensemble-remote', executor: string) {
+  const at = (t: Name, label: string) => c.cpu[t].get(label) ?? 0;
+  const extra = (member: 'small' | 'large') => Math.max(0, at(target, member) - at(member, member));
+  const added =
+    at(target, executor) +
+    at(target, 'joiner') +
+    at(target, 'redis') +
+    extra('small') +
+    extra('large');
+  const small = total(c.cpu.small);
+  const large = total(c.cpu.large);
+  return {
+    added,
+    xMember: added / Math.max(small, large),
+    vsMembers: total(c.cpu[target]) / (small + large),
+  };
+}
+
+/** Where an ensemble request's CPU goes, per process, beside the members' direct cost. */
+function printGraphCost(c: Condition): void {
+  printTable(
+    `what the graph adds per ensemble request (CPU ms, ${c.connections} connections)`,
+    ['join', 'graph adds', 'x costlier member', 'all CPU / members'],
+    (
+      [
+        ['in the executor', graphCost(c, 'ensemble', 'ensemble executor')],
+        ['joiner function', graphCost(c, 'ensemble-remote', 'remote-join executor')],
+      ] as const
+    ).map(([label, g]) => [label, r2(g.added), r2(g.xMember), r2(g.vsMembers)]),
+  );
 }
 
 /**
@@ -131,7 +182,7 @@ function printNotes(conditions: readonly Condition[], cores: number): void {
     .filter(([label]) => label !== 'client')
     .sort((a, b) => b[1] - a[1])[0]!;
   process.stdout.write(
-    `\nnote: the machine has ${cores} cores and every process — both members, both executors, the ` +
+    `\nnote: the machine has ${cores} cores and every process — both members, the three executors, the ` +
       `joiner, redis-server, the hello server and the load generator — shares them. An ensemble ` +
       `request costs ${ensemble.toFixed(2)} ms of CPU over all its processes, ` +
       `${(ensemble / slowest).toFixed(1)}x a direct call to the costlier member ` +
@@ -150,5 +201,14 @@ function printNotes(conditions: readonly Condition[], cores: number): void {
   }
 }
 
-export { cpuFigures, names, printCondition, printCpu, printNotes, summarize };
+export {
+  cpuFigures,
+  graphCost,
+  names,
+  printCondition,
+  printCpu,
+  printGraphCost,
+  printNotes,
+  summarize,
+};
 export type { Condition, Name };

@@ -8,6 +8,7 @@ import {
   createBuiltinOutliers,
   createBuiltinRouters,
   createExecutor,
+  createLatencyBook,
   createPathStore,
   createRouteStore,
   createRouter,
@@ -36,6 +37,8 @@ const graphFactory: FunctionFactory = async ({ config, telemetry }) => {
     ['node', 'outcome'],
   );
   const client = createHttpClient();
+  // Each node's call latency, for routers whose children cost by latency (arm-costs.ts).
+  const latency = createLatencyBook();
   const executor = createExecutor({
     plan: settings.plan,
     outliers,
@@ -44,11 +47,15 @@ const graphFactory: FunctionFactory = async ({ config, telemetry }) => {
       puidTtlMs: settings.puidTtlMs,
       uniform: Math.random,
       normal: normal(Math.random),
+      latency: (node) => latency.seconds(node),
     }),
     send: client.send,
     paths: createPathStore(redis, { graph: settings.plan.graph, ttlMs: settings.puidTtlMs }),
     now: () => performance.now(),
-    observe: (node, outcome, seconds) => steps({ node, outcome }, seconds),
+    observe: (node, outcome, seconds) => {
+      steps({ node, outcome }, seconds);
+      if (outcome === 'ok') latency.record(node, seconds);
+    },
   });
   return {
     definition: graphDefinition({
@@ -77,6 +84,7 @@ const factory: FunctionFactory = (runtime) => {
     strategy: settings.strategy,
     children: settings.children,
     store: createRouteStore(redis, { node: settings.node, puidTtlMs: settings.puidTtlMs }),
+    costs: settings.costs,
     uniform: Math.random,
     normal: normal(Math.random),
   });

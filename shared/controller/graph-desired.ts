@@ -1,8 +1,10 @@
 /**
  * What an MLGraph asks for: its executor Knative Service (named as the graph: the graph's public
- * entry, running the plan) and a Service for each router or join node that does not bring its
- * own URL. Pure, as desired.ts is: the same graph gives the same objects, so comparing them with
- * what is stored tells whether anything must be written.
+ * entry, running the plan) and a Service for each router node that does not bring its own URL
+ * (the executor runs the router itself; its Service shows `/arms` and takes rewards). A join
+ * without a URL runs in the executor and needs no Service. Pure, as desired.ts is: the same
+ * graph gives the same objects, so comparing them with what is stored tells whether anything
+ * must be written.
  */
 import type { z } from 'zod';
 import { graphProblems, mlGraphSpec } from '../crds/index.js';
@@ -57,12 +59,12 @@ function clusterUrl(service: string, namespace: string): string {
   return `http://${service}.${namespace}.svc.cluster.local`;
 }
 
-/** Router and join nodes without a URL of their own run as Services of the graph. */
+/**
+ * Router nodes without a URL of their own have a Service of the graph (the executor runs them,
+ * on the state that Service shows). A join without one is the executor's alone: no Service.
+ */
 function isDeployed(node: GraphNode): boolean {
-  return (
-    (node.kind === 'router' && node.router?.url === undefined) ||
-    (node.kind === 'join' && node.join?.url === undefined)
-  );
+  return node.kind === 'router' && node.router?.url === undefined;
 }
 
 function modelUrl(model: GraphNode['model'], namespace: string): string | undefined {
@@ -75,12 +77,11 @@ function modelUrl(model: GraphNode['model'], namespace: string): string | undefi
 }
 
 /**
- * Where the executor calls a node. A built-in router has none: the executor runs it (no hop),
- * on the state its Service shares. A built-in outlier node has none either.
+ * Where the executor calls a node. A built-in router, join or outlier node has none: the
+ * executor runs it (no hop); a built-in router on the state its Service shares.
  */
-function nodeUrl(node: GraphNode, graph: string, namespace: string): string | undefined {
-  if (node.kind === 'router' && isDeployed(node)) return undefined;
-  if (isDeployed(node)) return clusterUrl(nodeServiceName(graph, node.name), namespace);
+function nodeUrl(node: GraphNode, namespace: string): string | undefined {
+  if (isDeployed(node)) return undefined;
   if (node.kind === 'model') return modelUrl(node.model, namespace);
   const own = {
     router: node.router?.url,
@@ -97,7 +98,7 @@ function planNode(node: GraphNode, graph: string, namespace: string): PlanNodeIn
   return {
     name: node.name,
     kind: node.kind,
-    url: nodeUrl(node, graph, namespace),
+    url: nodeUrl(node, namespace),
     ...(builtinRouter
       ? {
           router: {
@@ -158,23 +159,13 @@ function graphService(
   });
 }
 
-function nodeEnv(node: GraphNode, spec: MLGraphSpec, key: string): Record<string, string | number> {
-  if (node.kind === 'router') {
-    return {
-      FUNCTION_TARGET: 'router',
-      MLGRAPH_NODE: key,
-      MLGRAPH_CHILDREN: (node.children ?? []).map((c) => c.node).join(','),
-      MLGRAPH_ROUTE: JSON.stringify(node.router?.strategy ?? { kind: 'static' }),
-    };
-  }
-  // An outer join hands out what arrived within its window; the others wait for the graph's
-  // whole budget, after which the executor has given up on the request anyway.
-  const deadline =
-    node.join?.type === 'outer' ? node.join.windowMs : (spec.timeoutMs ?? defaultTimeoutMs);
+/** A built-in router's own Service: its `/arms`, on the state the executor routes on. */
+function routerEnv(node: GraphNode, key: string): Record<string, string | number> {
   return {
-    FUNCTION_TARGET: 'joiner',
+    FUNCTION_TARGET: 'router',
     MLGRAPH_NODE: key,
-    MLGRAPH_JOIN_DEADLINE_MS: deadline ?? defaultTimeoutMs,
+    MLGRAPH_CHILDREN: (node.children ?? []).map((c) => c.node).join(','),
+    MLGRAPH_ROUTE: JSON.stringify(node.router?.strategy ?? { kind: 'static' }),
   };
 }
 
@@ -247,11 +238,7 @@ function desiredGraph(graph: GraphObject, settings: WorkerSettings): GraphDesire
       graphService(
         graph,
         node.name,
-        nodeEnv(
-          node,
-          spec,
-          nodeKeyOf(graph.metadata.name, node.name, graph.metadata.namespace ?? ''),
-        ),
+        routerEnv(node, nodeKeyOf(graph.metadata.name, node.name, graph.metadata.namespace ?? '')),
         settings,
       ),
     );

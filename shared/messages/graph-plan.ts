@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { graphProblems, joinTypes, mlGraphSpec } from '../crds/mlgraph.js';
 import { nodeKey, strategy } from '../crds/route-strategy.js';
+import { armCosts } from './mlgraph.js';
 import type { MLGraphSpec } from '../crds/mlgraph.js';
 
 const plannedEdge = z
@@ -24,7 +25,8 @@ const plannedNode = z
     kind: z.enum(['model', 'router', 'join', 'transform', 'outlier']),
     /**
      * Where the node answers: a model's OIP server (its base URL), a router's or joiner's
-     * service, a transform or outlier endpoint. A built-in outlier node has none.
+     * service, a transform or outlier endpoint. A built-in router, join or outlier node has
+     * none: the executor runs it.
      */
     url: z.url({ protocol: /^https?$/ }).optional(),
     model: z.object({ name: z.string(), version: z.string().optional() }).strict().optional(),
@@ -32,7 +34,15 @@ const plannedNode = z
      * A built-in router, run by the executor itself (no hop): its strategy, and its name in
      * Redis, which its own Service (for `/arms`) shares. A router with a `url` is called instead.
      */
-    router: z.object({ node: nodeKey, strategy }).strict().optional(),
+    router: z
+      .object({
+        node: nodeKey,
+        strategy,
+        /** What choosing each child costs a bandit (in the reward's units). */
+        costs: armCosts.optional(),
+      })
+      .strict()
+      .optional(),
     join: z
       .object({ type: z.enum(joinTypes).default('inner'), windowMs: z.number().int().optional() })
       .strict()
@@ -87,12 +97,22 @@ const graphPlan = z
     for (const problem of problems)
       ctx.addIssue({ code: 'custom', message: `node ${problem.node}: ${problem.message}` });
     for (const node of plan.nodes) {
+      // A join without a url is built in: the executor gathers its inputs itself.
       const needsUrl =
-        node.kind !== 'outlier' && !(node.kind === 'router' && node.router !== undefined);
+        node.kind !== 'outlier' &&
+        node.kind !== 'join' &&
+        !(node.kind === 'router' && node.router !== undefined);
       if (needsUrl && node.url === undefined)
         ctx.addIssue({ code: 'custom', message: `node ${node.name}: needs a url` });
       if (node.kind === 'model' && node.model === undefined)
         ctx.addIssue({ code: 'custom', message: `node ${node.name}: needs model.name` });
+      const costs = node.router?.costs ?? {};
+      const children = node.children.map((c) => c.node);
+      for (const child of Object.keys(costs).filter((c) => !children.includes(c)))
+        ctx.addIssue({
+          code: 'custom',
+          message: `node ${node.name}: router.costs names ${child}, not a child`,
+        });
     }
   });
 

@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import { ValidationError } from '../errors/index.js';
+import { childName } from '../crds/route-strategy.js';
 
 const headers = {
   puid: 'mlgraph-puid',
@@ -59,4 +60,22 @@ function parseMetadata<S extends z.ZodType>(schema: S, value: unknown, name: str
  */
 const reward = z.object({ puid, reward: z.number().min(0).max(1) }).strict();
 
-export { headers, extensions, puid, parseMetadata, reward };
+/**
+ * What choosing each child costs a router that learns, in the reward's units: the bandits
+ * maximise reward minus cost. `perRequest` is charged for every request routed to the child;
+ * `perLatencySecond` times the child's measured latency (the executor measures it: a router of
+ * its own graph only). "Accuracy minus lambda times offload" is a reward of 1 for a right answer
+ * and `{"cloud": {"perRequest": lambda}}`.
+ */
+const armCost = z
+  .object({
+    perRequest: z.number().min(0).max(1000).optional(),
+    perLatencySecond: z.number().min(0).max(1_000_000).optional(),
+  })
+  .strict();
+const armCosts = z.record(childName, armCost);
+type ArmCost = z.output<typeof armCost>;
+type ArmCosts = z.output<typeof armCosts>;
+
+export { headers, extensions, puid, parseMetadata, reward, armCosts };
+export type { ArmCost, ArmCosts };

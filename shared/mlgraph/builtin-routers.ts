@@ -11,7 +11,14 @@ import type { Router } from './router.js';
 
 function createBuiltinRouters(
   plan: GraphPlan,
-  deps: { redis: RedisClient; puidTtlMs: number; uniform: () => number; normal: () => number },
+  deps: {
+    redis: RedisClient;
+    puidTtlMs: number;
+    uniform: () => number;
+    normal: () => number;
+    /** A node's measured call latency in seconds, for latency costs (arm-costs.ts). */
+    latency?: (node: string) => number | undefined;
+  },
 ): Map<string, Router> {
   const routers = new Map<string, Router>();
   for (const node of plan.nodes) {
@@ -28,6 +35,8 @@ function createBuiltinRouters(
         store,
         uniform: deps.uniform,
         normal: deps.normal,
+        costs: node.router.costs,
+        latency: deps.latency,
       }),
     );
   }

@@ -1,22 +1,27 @@
 /**
  * The graph executor (seed 003's "request management"): one predict request walks the graph.
- * GraphRun decides what comes next; this file makes the calls — routers decide (the route
- * contract, `mlgraph-route`), models answer (OIP v2, JSON or binary tensors passed on as bytes),
- * joins gather (the join contract, with `mlgraph-pending-requests` from the routes taken and not
- * taken) — concurrently wherever the graph forks. A Hard step's failure fails the request with
- * that step's status and message, and stops the others; a Soft one is skipped and the answer
- * says so. No call waits past the request's deadline. The routers a prediction went through are
- * recorded, so that a reward for it reaches each of them (once: each router keeps it per id).
+ * GraphRun decides what comes next; this file makes the calls — routers decide (built in, or the
+ * route contract, `mlgraph-route`), models answer (OIP v2, JSON or binary tensors passed on as
+ * bytes), joins gather (built in: here, from the answers this request holds, spliced without
+ * parsing; a join of your own: the join contract, with `mlgraph-pending-requests` from the
+ * routes taken and not taken) — concurrently wherever the graph forks. A Hard step's failure
+ * fails the request with that step's status and message, and stops the others; a Soft one is
+ * skipped and the answer says so. No call waits past the request's deadline. The routers a
+ * prediction went through are recorded, so that a reward for it reaches each of them (once:
+ * each router keeps it per id).
  */
 import { randomUUID } from 'node:crypto';
-import { NotFoundError, StepError, UnavailableError } from '../errors/index.js';
+import { StepError } from '../errors/index.js';
 import { headers as names } from '../messages/mlgraph.js';
-import type { GraphPlan, PlannedEdge, PlannedNode } from '../messages/graph-plan.js';
+import type { GraphPlan, PlannedEdge } from '../messages/graph-plan.js';
 import { GraphRun, graphShape } from './graph-run.js';
 import type { GraphShape, Step } from './graph-run.js';
+import { graphNodes } from './graph-nodes.js';
+import type { GraphNode, NodeOf } from './graph-nodes.js';
+import { JoinGather } from './join-gather.js';
+import { joinedAnswer, looksLikeJson, spliceObject } from './join-answer.js';
 import { StepFailure, callNode } from './node-call.js';
 import type { CallAnswer } from './node-call.js';
-import { endpoint } from '../http/index.js';
 import type { HttpSend } from '../http/index.js';
 import type { PathStore } from './path-store.js';
 import type { Router } from './router.js';
@@ -29,9 +34,11 @@ import {
   jsonPayload,
   jsonText,
   sendable,
+  splicePart,
+  splicedPayload,
 } from './payload.js';
-import { learns } from './strategies.js';
 import type { Payload } from './payload.js';
+import { rewardRouters } from './executor-rewards.js';
 
 /** How a step ended, for the per-node metrics. */
 type StepOutcome = 'ok' | 'skipped' | 'failed';
@@ -71,38 +78,53 @@ interface PredictOptions {
 }
 
 const headerTimeout = 'mlgraph-timeout-ms';
-const headerRoutable = 'mlgraph-routable-nodes';
 const headerOutlier = 'mlgraph-outlier-score';
+const jsonType = { 'content-type': 'application/json' } as const;
 
 /** `node=score` pairs, comma-separated: the header the scores travel in. */
 function outlierHeader(scores: ReadonlyArray<{ node: string; score: number }>): string {
   return scores.map((s) => `${s.node}=${Number(s.score.toPrecision(6))}`).join(',');
 }
 
+/** What every request of one graph version shares. */
+interface Shared extends ExecutorDeps {
+  shape: GraphShape;
+  nodes: ReadonlyMap<string, GraphNode>;
+}
+
+type JoinInput = Extract<Step<Payload>, { kind: 'join-input' }>;
+
 /** One request's walk: the calls in flight, the run's state, and how it ends. */
 class GraphExecution {
   private readonly run: GraphRun<Payload>;
-  private readonly nodes: ReadonlyMap<string, PlannedNode>;
-  private readonly abort = new AbortController();
+  /** Made when two calls are first in flight at once: a lone call has no sibling to stop. */
+  private abort: AbortController | undefined;
   private readonly ran: string[] = [];
+  /** The built-in joins' inputs so far, by join. */
+  private readonly joins = new Map<string, JoinGather<Payload>>();
+  /** The outer joins' windows still running, and every window opened. */
   private readonly windows = new Map<string, NodeJS.Timeout>();
+  private readonly opened = new Set<string>();
   /** Outlier scores so far: they travel with the request to every later hop and the answer. */
   readonly outliers: Array<{ node: string } & OutlierScore> = [];
   /** The path as it grows, written while the rest of the graph runs; awaited before answering. */
   readonly recordings: Promise<void>[] = [];
   private inFlight = 0;
+  /** HTTP calls out now (steps in flight include built-in joins, which call nothing). */
+  private calling = 0;
   private partial = false;
   private settle!: { resolve: () => void; reject: (error: unknown) => void };
 
   constructor(
-    private readonly deps: ExecutorDeps & { shape: GraphShape },
-    request: Payload,
+    private readonly deps: Shared,
+    private readonly request: Payload,
     private readonly puid: string,
+    /** The prediction id was made here: no earlier route can exist for it. */
+    private readonly fresh: boolean,
     private readonly traceparent: string,
     private readonly deadline: number,
   ) {
     this.run = new GraphRun(deps.shape, request);
-    this.nodes = deps.shape.nodes;
   }
 
   async walk(): Promise<Prediction> {
@@ -112,8 +134,8 @@ class GraphExecution {
       await done;
     } finally {
       // Calls still out (a failed step's siblings, a late input) stop now. Only then: an abort
-      // costs an exception object and an event on every request otherwise.
-      if (this.inFlight > 0) this.abort.abort();
+      // costs an exception object and an event.
+      if (this.calling > 0) this.abort?.abort();
       for (const timer of this.windows.values()) clearTimeout(timer);
     }
     return {
@@ -126,21 +148,32 @@ class GraphExecution {
     };
   }
 
+  private node(name: string): GraphNode {
+    const node = this.deps.nodes.get(name);
+    if (node === undefined) throw new Error(`graph run named ${name}, not a node of the plan`);
+    return node;
+  }
+
   /** Keeps `router` on this prediction's path (for its reward), not holding up the walk. */
   private recordPath(router: string): void {
-    const recording = this.deps.paths.record(this.puid, [router]);
+    this.keep(this.deps.paths.record(this.puid, [router]));
+  }
+
+  /** A write the answer waits for, not the walk. */
+  private keep(recording: Promise<void>): void {
     // Awaited (and its failure answered) in predict; this only stops an early unhandled rejection.
     recording.catch(() => {});
     this.recordings.push(recording);
   }
 
   private dispatch(steps: readonly Step<Payload>[]): void {
+    // Counted first: a call knows whether siblings are in flight beside it.
+    this.inFlight += steps.length;
     for (const step of steps) {
-      this.inFlight += 1;
       this.execute(step).then(
         (next) => {
           this.inFlight -= 1;
-          this.dispatch(next);
+          if (next.length > 0) this.dispatch(next);
           this.settleIfDone();
         },
         (error: unknown) => this.settle.reject(error),
@@ -174,69 +207,98 @@ class GraphExecution {
   }
 
   private async perform(step: Step<Payload>): Promise<Step<Payload>[]> {
-    const node = this.nodes.get(step.node)!;
-    if (step.kind === 'join-input') return this.joinInput(node, step);
-    if (step.kind === 'join-bound') {
-      const answer = await this.call(node, undefined, `joins/${this.puid}/bound`, {
-        body: JSON.stringify({ inputs: step.inputs }),
-        headers: { 'content-type': 'application/json' },
-      });
-      return answer.status === 200 ? this.fired(node, answer.payload) : [];
+    const node = this.node(step.node);
+    if (step.kind === 'join-input') {
+      if (node.kind === 'join') return this.gather(node, step);
+      if (node.kind === 'remote-join') return this.joinRemotely(node, step);
+      throw new Error(`node ${node.name} is not a join`);
     }
-    if (node.kind === 'router') return this.route(node, step.edge, step.input);
-    if (node.kind === 'outlier') return this.scoreOutlier(node, step.edge, step.input);
-    const path =
-      node.kind === 'model'
-        ? `v2/models/${encodeURIComponent(node.model!.name)}${node.model!.version === undefined ? '' : `/versions/${encodeURIComponent(node.model!.version)}`}/infer`
-        : '';
-    const input = node.kind === 'model' ? answerAsRequest(step.input) : step.input;
-    const answer = await this.call(node, step.edge, path, sendable(input));
-    this.ran.push(node.name);
-    if (node.kind === 'model') answer.payload.answer = true;
-    return this.run.completed(node.name, answer.payload);
+    if (step.kind === 'join-bound') return this.tighten(node, step.inputs);
+    const { edge, input } = step;
+    switch (node.kind) {
+      case 'router':
+        return this.route(node, input);
+      case 'remote-router':
+        return this.routeRemotely(node, edge, input);
+      case 'outlier':
+        return this.scored(node, input, node.detector.score(input));
+      case 'remote-outlier':
+        return this.scoreRemotely(node, edge, input);
+      case 'model': {
+        const answer = await this.call(node.inferUrl, edge, sendable(answerAsRequest(input)));
+        this.ran.push(node.name);
+        answer.payload.answer = true;
+        return this.run.completed(node.name, answer.payload);
+      }
+      case 'transform': {
+        const answer = await this.call(node.url, edge, sendable(input));
+        this.ran.push(node.name);
+        return this.run.completed(node.name, answer.payload);
+      }
+      default:
+        throw new Error(`node ${node.name}: a ${node.kind} is reached by its inputs`);
+    }
+  }
+
+  /** A route not taken lowered a join's bound after its inputs went. */
+  private async tighten(node: GraphNode, inputs: number): Promise<Step<Payload>[]> {
+    if (node.kind === 'join') {
+      const join = this.joins.get(node.name);
+      return join?.tighten(inputs) === true ? this.fireJoin(node, join, false) : [];
+    }
+    if (node.kind !== 'remote-join') throw new Error(`node ${node.name} is not a join`);
+    const answer = await this.call(
+      `${node.joinsUrl}${encodeURIComponent(this.puid)}/bound`,
+      undefined,
+      { body: JSON.stringify({ inputs }), headers: jsonType },
+    );
+    return answer.status === 200 ? this.firedRemotely(node, answer.payload) : [];
   }
 
   /** An outlier node: the score goes with the request, which goes on unchanged. */
-  private async scoreOutlier(node: PlannedNode, edge: PlannedEdge | undefined, input: Payload) {
-    const builtin = this.deps.outliers.get(node.name);
-    let scored: OutlierScore;
-    if (builtin !== undefined) scored = builtin.score(input);
-    else {
-      const answer = await this.call(node, edge, '', {
-        body: headText(input),
-        headers: { 'content-type': 'application/json' },
-      });
-      const body = (answer.payload.kind === 'json' ? answer.payload.value : undefined) as
-        { score?: unknown; outlier?: unknown } | undefined;
-      if (typeof body?.score !== 'number')
-        throw new StepFailure(502, 'the scorer answered no {"score": number}', false);
-      scored = { score: body.score, outlier: body.outlier === true };
-    }
+  private scored(node: GraphNode, input: Payload, scored: OutlierScore) {
     this.outliers.push({ node: node.name, ...scored });
     this.ran.push(node.name);
     return this.run.completed(node.name, input);
   }
 
-  private async route(node: PlannedNode, edge: PlannedEdge | undefined, input: Payload) {
-    const builtin = this.deps.routers.get(node.name);
-    if (builtin !== undefined) {
-      // Only conditions read the body: the others need not parse it.
-      const reads = node.router?.strategy.kind === 'condition';
-      const { route } = await builtin.predict({
-        puid: this.puid,
-        body: reads ? jsonHead(input) : undefined,
-      });
-      // A built-in router keeps each prediction's route itself, where its reward finds it.
-      this.ran.push(node.name);
-      return this.run.completed(node.name, input, route);
-    }
-    const children = node.children.map((c) => c.node);
-    const answer = await this.call(node, edge, 'predict', {
+  private async scoreRemotely(
+    node: NodeOf<'remote-outlier'>,
+    edge: PlannedEdge | undefined,
+    input: Payload,
+  ) {
+    const answer = await this.call(node.url, edge, { body: headText(input), headers: jsonType });
+    const body = (answer.payload.kind === 'json' ? answer.payload.value : undefined) as
+      { score?: unknown; outlier?: unknown } | undefined;
+    if (typeof body?.score !== 'number')
+      throw new StepFailure(502, 'the scorer answered no {"score": number}', false);
+    return this.scored(node, input, { score: body.score, outlier: body.outlier === true });
+  }
+
+  private async route(node: NodeOf<'router'>, input: Payload) {
+    const { route, recorded } = await node.router.predict({
+      puid: this.puid,
+      body: node.reads ? jsonHead(input) : undefined,
+      fresh: this.fresh,
+    });
+    // A new prediction's route is written while the request goes on; kept before answering.
+    if (recorded !== undefined) this.keep(recorded);
+    // A built-in router keeps each prediction's route itself, where its reward finds it.
+    this.ran.push(node.name);
+    return this.run.completed(node.name, input, route);
+  }
+
+  private async routeRemotely(
+    node: NodeOf<'remote-router'>,
+    edge: PlannedEdge | undefined,
+    input: Payload,
+  ) {
+    const answer = await this.call(node.predictUrl, edge, {
       body: headText(input),
-      headers: { 'content-type': 'application/json', [headerRoutable]: children.join(',') },
+      headers: node.headers,
     });
     const route = (answer.header(names.route) ?? '').split(',').filter((c) => c !== '');
-    const unknown = route.filter((c) => !children.includes(c));
+    const unknown = route.filter((c) => !node.children.some((e) => e.node === c));
     if (unknown.length > 0)
       throw new StepFailure(502, `routed to ${unknown.join(', ')}, not among its children`, false);
     this.ran.push(node.name);
@@ -244,48 +306,112 @@ class GraphExecution {
     return this.run.completed(node.name, input, route);
   }
 
-  private async joinInput(node: PlannedNode, step: Extract<Step<Payload>, { kind: 'join-input' }>) {
-    if (node.join?.type === 'outer' && !this.windows.has(node.name)) this.openWindow(node);
-    const answer = await this.call(node, step.edge, 'predict', {
+  /** A built-in join: the input is kept; the one that meets the bound fires the join. */
+  private gather(node: NodeOf<'join'>, step: JoinInput): Step<Payload>[] {
+    if (this.run.state(node.name) === 'done') return [];
+    if (step.input.kind === 'json' && !looksLikeJson(headText(step.input)))
+      throw new StepFailure(502, `the answer of ${step.from} is not JSON: nothing to join`, false);
+    let join = this.joins.get(node.name);
+    if (join === undefined) {
+      const fresh = new JoinGather<Payload>();
+      this.joins.set(node.name, fresh);
+      if (node.type === 'outer' && node.windowMs !== undefined)
+        this.openWindow(node.name, node.windowMs, () => this.fireJoin(node, fresh, true));
+      join = fresh;
+    }
+    return join.add(step.from, step.input, step.pending) ? this.fireJoin(node, join, false) : [];
+  }
+
+  /** A built-in join's answer, spliced from its inputs' bytes (join-answer.ts). */
+  private fireJoin(
+    node: NodeOf<'join'>,
+    join: JoinGather<Payload>,
+    partial: boolean,
+  ): Step<Payload>[] {
+    if (this.run.state(node.name) === 'done') return [];
+    this.closeWindow(node.name);
+    if (partial) this.partial = true;
+    const parts = [...join.inputs()].map(([source, p]) => ({ source, ...splicePart(p) }));
+    const answer = joinedAnswer(
+      { puid: this.puid, partial, missing: partial ? join.missing() : 0 },
+      parts,
+    );
+    this.ran.push(node.name);
+    return this.run.completed(node.name, splicedPayload(answer));
+  }
+
+  private async joinRemotely(node: NodeOf<'remote-join'>, step: JoinInput) {
+    if (node.type === 'outer' && node.windowMs !== undefined && !this.opened.has(node.name))
+      this.openWindow(node.name, node.windowMs, () => this.handOutRemotely(node));
+    // A join of your own takes JSON (the contract): a binary answer goes with its tensors decoded.
+    const answer = await this.call(node.predictUrl, step.edge, {
       body: jsonText(step.input),
       headers: {
-        'content-type': 'application/json',
+        ...jsonType,
         [names.source]: step.from,
         [names.pendingRequests]: String(step.pending),
       },
     });
-    return answer.status === 200 ? this.fired(node, answer.payload) : [];
+    return answer.status === 200 ? this.firedRemotely(node, answer.payload) : [];
+  }
+
+  /** A remote outer join at its window: what it holds, read from it. */
+  private async handOutRemotely(node: NodeOf<'remote-join'>): Promise<Step<Payload>[]> {
+    this.partial = true;
+    const answer = await this.call(`${node.joinsUrl}${encodeURIComponent(this.puid)}`, undefined, {
+      headers: {},
+      method: 'GET',
+    });
+    return this.firedRemotely(node, answer.payload);
   }
 
   /** An outer join: after its window, what it holds goes on, marked partial. */
-  private openWindow(node: PlannedNode): void {
+  private openWindow(
+    name: string,
+    windowMs: number,
+    handOut: () => Step<Payload>[] | Promise<Step<Payload>[]>,
+  ): void {
+    // Counted as in flight: the request is not over while the window may still hand out.
     this.inFlight += 1;
+    this.opened.add(name);
     const timer = setTimeout(() => {
-      if (this.run.state(node.name) === 'done') {
+      this.windows.delete(name);
+      if (this.run.state(name) === 'done') {
         this.inFlight -= 1;
         this.settleIfDone();
         return;
       }
-      this.partial = true;
-      this.call(node, undefined, `joins/${this.puid}`, { headers: {} }, 'GET').then(
-        (answer) => {
-          this.inFlight -= 1;
-          this.dispatch(this.fired(node, answer.payload));
-          this.settleIfDone();
-        },
-        (error: unknown) =>
-          this.settle.reject(
-            error instanceof StepFailure
-              ? new StepError(`node ${node.name}: ${error.message}`, error.status)
-              : error,
-          ),
-      );
-    }, node.join!.windowMs);
-    this.windows.set(node.name, timer);
+      Promise.resolve()
+        .then(handOut)
+        .then(
+          (next) => {
+            this.inFlight -= 1;
+            if (next.length > 0) this.dispatch(next);
+            this.settleIfDone();
+          },
+          (error: unknown) =>
+            this.settle.reject(
+              error instanceof StepFailure
+                ? new StepError(`node ${name}: ${error.message}`, error.status)
+                : error,
+            ),
+        );
+    }, windowMs);
+    this.windows.set(name, timer);
   }
 
-  private fired(node: PlannedNode, output: Payload): Step<Payload>[] {
+  /** A join done before its window ended: the window goes. */
+  private closeWindow(name: string): void {
+    const timer = this.windows.get(name);
+    if (timer === undefined) return;
+    clearTimeout(timer);
+    this.windows.delete(name);
+    this.inFlight -= 1;
+  }
+
+  private firedRemotely(node: NodeOf<'remote-join'>, output: Payload): Step<Payload>[] {
     if (this.run.state(node.name) === 'done') return [];
+    this.closeWindow(node.name);
     this.ran.push(node.name);
     const value = output.kind === 'json' ? (output.value as { partial?: unknown } | null) : null;
     if (value?.partial === true) this.partial = true;
@@ -293,34 +419,46 @@ class GraphExecution {
   }
 
   private call(
-    node: PlannedNode,
+    url: string,
     edge: PlannedEdge | undefined,
-    path: string,
-    message: { body?: Buffer | string; headers: Record<string, string> },
-    method: 'GET' | 'POST' = 'POST',
+    message: {
+      body?: Buffer | string;
+      headers: Readonly<Record<string, string>>;
+      method?: 'GET' | 'POST';
+    },
   ): Promise<CallAnswer> {
-    return callNode(this.deps.send, endpoint(node.url!, path), {
-      method,
+    const { now } = this.deps;
+    // A lone call has nothing to stop beside it; two at once get a signal to stop the other.
+    if (this.inFlight > 1 && this.abort === undefined) this.abort = new AbortController();
+    const headers: Record<string, string> = {
+      ...message.headers,
+      traceparent: this.traceparent,
+      [names.puid]: this.puid,
+      [headerTimeout]: String(Math.max(0, Math.floor(this.deadline - now()))),
+    };
+    if (this.outliers.length > 0) headers[headerOutlier] = outlierHeader(this.outliers);
+    this.calling += 1;
+    const done = () => (this.calling -= 1);
+    const call = callNode(this.deps.send, url, {
+      method: message.method ?? 'POST',
       ...(message.body === undefined ? {} : { body: message.body }),
-      headers: {
-        ...message.headers,
-        traceparent: this.traceparent,
-        [names.puid]: this.puid,
-        ...(this.outliers.length === 0 ? {} : { [headerOutlier]: outlierHeader(this.outliers) }),
-        [headerTimeout]: String(Math.max(0, Math.floor(this.deadline - this.deps.now()))),
-      },
-      signal: this.abort.signal,
+      headers,
+      signal: this.abort?.signal,
       retries: edge?.retries ?? 0,
       attemptMs: edge?.timeoutMs,
       deadline: this.deadline,
-      now: this.deps.now,
+      now,
     });
+    call.then(done, done);
+    return call;
   }
 
-  /** The one answer: the last node's, or each last node's by name. */
+  /**
+   * The one answer: the last node's, or each last node's by name (spliced). JSON when the
+   * caller sent JSON; binary tensors stay binary only for a caller that sent them.
+   */
   private answer(): Payload {
     const results = this.run.results();
-    if (results.size === 1) return [...results.values()][0]!;
     if (results.size === 0) {
       const skipped = this.run.skipped();
       throw new StepError(
@@ -328,7 +466,15 @@ class GraphExecution {
         502,
       );
     }
-    return jsonPayload(Object.fromEntries([...results].map(([n, p]) => [n, asJson(p)])));
+    const answer =
+      results.size === 1
+        ? [...results.values()][0]!
+        : splicedPayload(
+            spliceObject([...results].map(([name, p]) => ({ name, ...splicePart(p) }))),
+          );
+    if (answer.kind === 'binary' && this.request.kind === 'json')
+      return jsonPayload(asJson(answer));
+    return answer;
   }
 }
 
@@ -340,101 +486,27 @@ interface Executor {
 
 function createExecutor(deps: ExecutorDeps): Executor {
   const newPuid = deps.newPuid ?? randomUUID;
-  const shaped = { ...deps, shape: graphShape(deps.plan) };
-  const byName = shaped.shape.nodes;
-  const learning = [...deps.routers].filter(([name]) => {
-    const strategy = byName.get(name)?.router?.strategy;
-    return strategy !== undefined && learns(strategy);
-  });
+  const nodes = graphNodes(deps.plan, deps);
+  const shared: Shared = { ...deps, shape: graphShape(deps.plan), nodes };
   return {
     async predict(request, options) {
       const budget = Math.min(deps.plan.timeoutMs, options.timeoutMs ?? Infinity);
       const puid = options.puid ?? newPuid();
       const execution = new GraphExecution(
-        shaped,
+        shared,
         request,
         puid,
+        options.puid === undefined,
         options.traceparent,
         deps.now() + budget,
       );
       const prediction = await execution.walk();
       // Before answering: a reward may follow the answer at once.
-      await Promise.all(execution.recordings);
+      if (execution.recordings.length > 0) await Promise.all(execution.recordings);
       return prediction;
     },
-    async reward(puid, reward) {
-      // A built-in learning router that knows the prediction was on its path (it keeps each
-      // prediction's route); the routers of your own on it were written down.
-      const [here, remote] = await Promise.all([
-        Promise.all(learning.map(([name, router]) => rewardHere(router, name, puid, reward))),
-        deps.paths.routers(puid),
-      ]);
-      const outcomes = [
-        ...here.filter((o) => o.outcome !== 'unknown'),
-        ...(await Promise.all(
-          remote.map((name) => rewardOne(deps, byName.get(name), puid, reward)),
-        )),
-      ];
-      if (outcomes.length === 0)
-        throw new NotFoundError(
-          `prediction ${puid} is unknown here: no router that learns was on its path, or it expired`,
-        );
-      const failed = outcomes.filter((o) => o.failed);
-      if (failed.length > 0) {
-        // Retrying is safe: the routers that took it answer "duplicate".
-        throw new UnavailableError(
-          `reward not taken by ${failed.map((o) => `${o.name} (${o.outcome})`).join(', ')}`,
-        );
-      }
-      return { puid, routers: Object.fromEntries(outcomes.map((o) => [o.name, o.outcome])) };
-    },
+    reward: (puid, reward) => rewardRouters(deps, nodes, puid, reward),
   };
-}
-
-/** A built-in router's reward, applied here to the state its Service shares. */
-async function rewardHere(router: Router, name: string, puid: string, reward: number) {
-  try {
-    return { name, outcome: await router.reward(puid, reward), failed: false };
-  } catch (error) {
-    // The router forgot the prediction (its own TTL): nothing a retry could change.
-    if (error instanceof NotFoundError) return { name, outcome: 'unknown', failed: false };
-    throw error;
-  }
-}
-
-async function rewardOne(
-  deps: ExecutorDeps,
-  node: PlannedNode | undefined,
-  puid: string,
-  reward: number,
-) {
-  const name = node?.name ?? '?';
-  if (node?.url === undefined)
-    return { name, outcome: 'not in this graph any more', failed: false };
-  try {
-    const answer = await callNode(deps.send, endpoint(node.url, 'reward'), {
-      method: 'POST',
-      body: JSON.stringify({ puid, reward }),
-      headers: { 'content-type': 'application/json' },
-      signal: new AbortController().signal,
-      retries: 1,
-      attemptMs: 2_000,
-      deadline: deps.now() + 5_000,
-      now: deps.now,
-    });
-    const body =
-      answer.payload.kind === 'json' ? (answer.payload.value as { outcome?: unknown }) : undefined;
-    return {
-      name,
-      outcome: typeof body?.outcome === 'string' ? body.outcome : 'accepted',
-      failed: false,
-    };
-  } catch (error) {
-    if (!(error instanceof StepFailure)) throw error;
-    // The router forgot the prediction (its own TTL): nothing a retry could change.
-    if (error.status === 404) return { name, outcome: 'unknown', failed: false };
-    return { name, outcome: `${error.status} ${error.message}`, failed: error.status >= 500 };
-  }
 }
 
 export { createExecutor, headerTimeout, headerOutlier, outlierHeader };

@@ -13,3 +13,5 @@ export { graphDefinition } from './graph-definition.js';
 export { createPathStore } from './path-store.js';
 export { createBuiltinRouters } from './builtin-routers.js';
 export { createBuiltinOutliers } from './outlier-node.js';
+export { createLatencyBook } from './arm-costs.js';
+export { joinedAnswer } from './join-answer.js';

@@ -21,6 +21,9 @@ type JoinState = 'open' | 'closing' | 'complete' | 'partial';
 interface Joined {
   readonly puid: string;
   readonly state: JoinState;
+  /** Each input's JSON text as it was sent, by source, in source-name order. */
+  readonly texts: ReadonlyArray<readonly [source: string, json: string]>;
+  /** The same, parsed (when read). */
   readonly inputs: Readonly<Record<string, unknown>>;
   /** Inputs the bound still allowed for when the join ended (0 when complete). */
   readonly missing: number;
@@ -33,14 +36,16 @@ type AddOutcome =
   | { kind: 'waiting' }
   | { kind: 'late'; state: JoinState };
 
+type StoreInput = { puid: string; source: string; pending: number; nowMs: number } & (
+  { json: string } | { payload: unknown }
+);
+
 interface JoinStore {
-  add(input: {
-    puid: string;
-    source: string;
-    pending: number;
-    payload: unknown;
-    nowMs: number;
-  }): Promise<AddOutcome>;
+  /**
+   * `json` is the input's JSON text, kept as it is (the joined answer splices it in); or a
+   * `payload` value, kept as JSON.
+   */
+  add(input: StoreInput): Promise<AddOutcome>;
   /**
    * Claims up to `limit` joins past their deadline for this caller: each is frozen (inputs that
    * arrive from now on are late) and held for `leaseMs`; `expired` counts overdue joins whose
@@ -73,17 +78,22 @@ function inputOf(value: string): unknown {
 function joinedFrom(puid: string, flat: readonly string[]): Joined {
   const fields = new Map<string, string>();
   for (let i = 0; i + 1 < flat.length; i += 2) fields.set(flat[i]!, flat[i + 1]!);
-  const inputs: Record<string, unknown> = {};
+  const texts: Array<readonly [string, string]> = [];
   for (const [field, value] of [...fields].sort(([a], [b]) => (a < b ? -1 : 1))) {
-    if (field.startsWith('in:')) inputs[field.slice(3)] = inputOf(value);
+    if (field.startsWith('in:')) texts.push([field.slice(3), value]);
   }
   const state = (fields.get('state') ?? 'open') as JoinState;
   const received = Number(fields.get('n') ?? 0);
   const bound = Number(fields.get('bound') ?? received);
+  let inputs: Record<string, unknown> | undefined;
   return {
     puid,
     state,
-    inputs,
+    texts,
+    get inputs() {
+      inputs ??= Object.fromEntries(texts.map(([source, text]) => [source, inputOf(text)]));
+      return inputs;
+    },
     missing: state === 'complete' ? 0 : Math.max(0, bound - received),
   };
 }
@@ -152,7 +162,9 @@ function createJoinStore(
     return joinedFrom(puid, Object.entries(flat).flat());
   }
   return {
-    async add({ puid, source, pending, payload, nowMs }) {
+    async add(input) {
+      const { puid, source, pending, nowMs } = input;
+      const json = 'json' in input ? input.json : JSON.stringify(input.payload);
       return runScript(
         redis,
         joinAdd,
@@ -162,7 +174,7 @@ function createJoinStore(
           puid,
           source,
           String(pending),
-          JSON.stringify(payload),
+          json,
           String(nowMs),
           String(options.deadlineMs),
           String(options.keepMs),

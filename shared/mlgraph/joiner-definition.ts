@@ -2,7 +2,8 @@
  * joiner as a function: `POST /predict` takes one input of a transaction, named by
  * `mlgraph-puid`, `mlgraph-source` and `mlgraph-pending-requests`; the input that completes the
  * join is answered 200 with the joined result, every other 202 with no body (the contract's empty
- * reply). `POST /joins/{puid}/bound` with `{"inputs": n}` lowers the bound without an input (a
+ * reply), its bytes spliced from the inputs' as they were sent (join-answer.ts).
+ * `POST /joins/{puid}/bound` with `{"inputs": n}` lowers the bound without an input (a
  * route not taken after the inputs went), answered like an input. `GET /joins/{puid}` gives a join's state and inputs, a partial one included. As
  * CloudEvents, `io.edgeai.mlgraph.partial` with the same metadata as extensions, answered by
  * `io.edgeai.mlgraph.joined` when it completes; the PingSource tick hands out overdue joins.
@@ -10,11 +11,11 @@
 import { z } from 'zod';
 import { ValidationError } from '../errors/index.js';
 import { eventTypes } from '../events/index.js';
-import { defineFunction, onEvent, onRequest } from '../http/index.js';
+import { defineFunction, onEvent, onRawRequest, onRequest } from '../http/index.js';
 import type { Answer, FunctionDefinition, ReadinessCheck } from '../http/index.js';
 import { extensions, headers, parseMetadata, puid, reward } from '../messages/mlgraph.js';
-import type { AddOutcome } from './join-store.js';
-import { resultOf } from './joiner.js';
+import type { AddOutcome, Joined } from './join-store.js';
+import { answerOf, resultOf } from './joiner.js';
 import type { Joiner } from './joiner.js';
 import { childName } from '../crds/route-strategy.js';
 
@@ -52,17 +53,16 @@ function inputAdder(
         .min(0)
         .max(deps.maxInputs - 1, `at most ${deps.maxInputs - 1} (MLGRAPH_MAX_INPUTS - 1)`),
     );
-  return async (read: ReadMetadata, names: Record<string, string>, payload: unknown) => {
+  return async (read: ReadMetadata, names: Record<string, string>, json: string | undefined) => {
     const input = {
       puid: parseMetadata(puid, read('puid'), names['puid']!),
       source: parseMetadata(childName, read('source'), names['source']!),
       pending: parseMetadata(pending, read('pendingRequests'), names['pendingRequests']!),
-      payload,
     };
-    if (input.payload === undefined) {
+    if (json === undefined) {
       throw new ValidationError("body: a join input needs a JSON body (the branch's answer)");
     }
-    const outcome = await deps.joiner.add(input);
+    const outcome = await deps.joiner.add({ ...input, json });
     if (outcome.kind === 'late') deps.onLate?.(outcome);
     // Not awaited: handing out overdue joins (a sink that may be slow) is not this input's work.
     void deps.afterInput?.();
@@ -72,21 +72,41 @@ function inputAdder(
 
 type AddInput = ReturnType<typeof inputAdder>;
 
+/**
+ * An HTTP input's JSON text, kept as sent (the joined answer splices it in): checked to be JSON,
+ * undefined when there is none.
+ */
+function jsonTextOf(bytes: Buffer): string | undefined {
+  const text = bytes.toString('utf8');
+  if (text.trim() === '') return undefined;
+  try {
+    JSON.parse(text);
+  } catch {
+    throw new ValidationError('body: not JSON (a join input is JSON)');
+  }
+  return text;
+}
+
+/** The joined answer as bytes (join-answer.ts: a built-in join's, byte for byte). */
+function joinedBytes(joined: Joined, withState = false): Answer {
+  return {
+    kind: 'bytes',
+    contentType: 'application/json',
+    body: answerOf(joined, withState),
+    headers: { [headers.puid]: joined.puid },
+  };
+}
+
 /** An input over HTTP: the completing one is answered with the joined result. */
 function predictRoute(add: AddInput) {
-  return onRequest({
+  return onRawRequest({
     method: 'POST',
     path: '/predict',
-    body: z.unknown(),
     async handle({ body }, ctx): Promise<Answer> {
-      const outcome = await add((name) => ctx.headers[headers[name]], headers, body);
-      if (outcome.kind === 'complete' || outcome.kind === 'again') {
-        return {
-          kind: 'json',
-          body: resultOf(outcome.joined),
-          headers: { [headers.puid]: outcome.joined.puid },
-        };
-      }
+      const json = jsonTextOf(body.bytes);
+      const outcome = await add((name) => ctx.headers[headers[name]], headers, json);
+      if (outcome.kind === 'complete' || outcome.kind === 'again')
+        return joinedBytes(outcome.joined);
       return { kind: 'accepted' };
     },
   });
@@ -103,9 +123,9 @@ function joinRoutes(joiner: Pick<Joiner, 'tighten' | 'get'>, maxInputs: number) 
       async handle({ params, body }): Promise<Answer> {
         const outcome = await joiner.tighten(params.puid, body.inputs);
         if (outcome.kind === 'complete' || outcome.kind === 'again')
-          return { kind: 'json', body: resultOf(outcome.joined) };
+          return joinedBytes(outcome.joined);
         // Ended at its deadline: what was handed out.
-        if (outcome.kind === 'late') return { kind: 'json', body: await joiner.get(params.puid) };
+        if (outcome.kind === 'late') return joinedBytes(await joiner.get(params.puid), true);
         return { kind: 'accepted' };
       },
     }),
@@ -114,7 +134,7 @@ function joinRoutes(joiner: Pick<Joiner, 'tighten' | 'get'>, maxInputs: number) 
       path: '/joins/:puid',
       params: z.object({ puid }),
       async handle({ params }) {
-        return { kind: 'json', body: await joiner.get(params.puid) };
+        return joinedBytes(await joiner.get(params.puid), true);
       },
     }),
   ];
@@ -128,7 +148,8 @@ function partialEvent(deps: { node: string; add: AddInput }) {
     data: z.unknown(),
     replies: [eventTypes.graphJoined],
     async handle({ data, event }): Promise<Answer> {
-      const outcome = await add((name) => event.extensions[extensions[name]], extensions, data);
+      const json = data === undefined ? undefined : JSON.stringify(data);
+      const outcome = await add((name) => event.extensions[extensions[name]], extensions, json);
       if (outcome.kind !== 'complete' && outcome.kind !== 'again') return { kind: 'accepted' };
       return {
         kind: 'reply',

@@ -10,6 +10,7 @@ import { SinkRefusedError, eventTypes } from '../events/index.js';
 import type { Sink } from '../events/index.js';
 import { extensions } from '../messages/mlgraph.js';
 import type { AddOutcome, JoinStore, Joined } from './join-store.js';
+import { joinedAnswer } from './join-answer.js';
 
 /** What a completed or partial join answers with. */
 interface JoinResult {
@@ -23,17 +24,13 @@ interface JoinResult {
 }
 
 interface Joiner {
-  add(input: {
-    puid: string;
-    source: string;
-    pending: number;
-    payload: unknown;
-  }): Promise<AddOutcome>;
+  /** `json`: the input's JSON text, kept as it is. */
+  add(input: { puid: string; source: string; pending: number; json: string }): Promise<AddOutcome>;
   /** Lowers a transaction's bound to `inputs` in all (JoinStore.tighten). */
   tighten(puid: string, inputs: number): Promise<AddOutcome>;
   /** Hands out the joins past their deadline; says how many went out. */
   sweep(): Promise<number>;
-  get(puid: string): Promise<JoinResult & { state: Joined['state'] }>;
+  get(puid: string): Promise<Joined>;
 }
 
 function resultOf(joined: Joined): JoinResult {
@@ -43,6 +40,23 @@ function resultOf(joined: Joined): JoinResult {
     missing: joined.missing,
     inputs: joined.inputs,
   };
+}
+
+/**
+ * The join's answer as bytes, its inputs spliced in as they were sent (join-answer.ts: what a
+ * built-in join in the executor answers for the same inputs); `withState` adds the state last,
+ * as `GET /joins/{puid}` answers.
+ */
+function answerOf(joined: Joined, withState = false): Buffer {
+  return joinedAnswer(
+    {
+      puid: joined.puid,
+      partial: joined.state !== 'complete',
+      missing: joined.missing,
+      state: withState ? joined.state : undefined,
+    },
+    joined.texts.map(([source, json]) => ({ source, json })),
+  ).json;
 }
 
 function createJoiner(deps: {
@@ -99,7 +113,7 @@ function createJoiner(deps: {
     async get(puid) {
       const joined = await store.get(puid);
       if (joined === undefined) throw new NotFoundError(`no join for prediction ${puid} here`);
-      return { ...resultOf(joined), state: joined.state };
+      return joined;
     },
   };
 }
@@ -133,5 +147,5 @@ function sweepEvery(
   };
 }
 
-export { createJoiner, resultOf, sweepEvery };
+export { createJoiner, resultOf, answerOf, sweepEvery };
 export type { Joiner, JoinResult };

@@ -35,8 +35,11 @@ interface CallOptions {
   headers: Record<string, string>;
   /** This attempt's own limit, within the request's remaining budget. */
   timeoutMs: number;
-  /** Aborted when the request as a whole fails: the other steps stop at once. */
-  signal: AbortSignal;
+  /**
+   * Aborted when the request as a whole fails: the other steps stop at once. None for a call
+   * with no sibling in flight (nothing to stop it for).
+   */
+  signal?: AbortSignal | undefined;
 }
 
 const retryableStatuses = new Set([502, 503, 504]);
@@ -60,7 +63,7 @@ async function callOnce(send: HttpSend, url: string, options: CallOptions): Prom
   try {
     answer = await send(url, options);
   } catch (error) {
-    if (options.signal.aborted) throw error;
+    if (options.signal?.aborted === true) throw error;
     if (error instanceof CallTimeoutError)
       throw new StepFailure(504, `no answer within ${options.timeoutMs} ms`, true);
     const { code, message } = error as { code?: string; message?: string };
@@ -109,7 +112,7 @@ async function callNode(
       if (last) throw error;
       const pause = 20 * 2 ** attempt * (0.5 + Math.random());
       if (options.now() + pause >= options.deadline) throw error;
-      await sleep(pause, undefined, { signal: options.signal });
+      await sleep(pause, undefined, options.signal === undefined ? {} : { signal: options.signal });
     }
   }
 }

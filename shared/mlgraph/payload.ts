@@ -10,6 +10,7 @@
  */
 import { ValidationError } from '../errors/index.js';
 import { formatInferResponse, parseInferResponse } from '../inference/protocol.js';
+import type { Spliced } from './join-answer.js';
 
 type Payload = (
   | {
@@ -75,13 +76,17 @@ function payloadOf(
   return jsonBytes(bytes);
 }
 
+const jsonHeaders: Readonly<Record<string, string>> = Object.freeze({
+  'content-type': 'application/json',
+});
+
 /** The body and headers to send a payload with. */
-function sendable(payload: Payload): { body: Buffer | string; headers: Record<string, string> } {
+function sendable(payload: Payload): {
+  body: Buffer | string;
+  headers: Readonly<Record<string, string>>;
+} {
   if (payload.kind === 'json') {
-    return {
-      body: payload.raw ?? JSON.stringify(payload.value ?? null),
-      headers: { 'content-type': 'application/json' },
-    };
+    return { body: payload.raw ?? JSON.stringify(payload.value ?? null), headers: jsonHeaders };
   }
   return {
     body: payload.bytes,
@@ -161,5 +166,41 @@ function answerAsRequest(payload: Payload): Payload {
   };
 }
 
-export { payloadOf, jsonPayload, sendable, jsonHead, headText, jsonText, asJson, answerAsRequest };
+/**
+ * A payload as a part of a spliced object (a join's input, one of several answers): its JSON
+ * text as it is (a binary body's header) and its tensor bytes. Nothing is parsed or printed
+ * again, except a JSON value made here (never received as bytes).
+ */
+function splicePart(payload: Payload): { json: Buffer | string; tensors?: Buffer } {
+  if (payload.kind === 'json') return { json: headText(payload) };
+  return {
+    json: payload.bytes.subarray(0, payload.headerLength),
+    tensors: payload.bytes.subarray(payload.headerLength),
+  };
+}
+
+/** A spliced object as a payload: JSON, or binary when any part brought tensor bytes. */
+function splicedPayload(spliced: Spliced): Payload {
+  if (spliced.tensors.length === 0) return jsonBytes(spliced.json);
+  return {
+    kind: 'binary',
+    bytes: Buffer.concat([spliced.json, ...spliced.tensors]),
+    headerLength: spliced.json.length,
+    contentType: 'application/octet-stream',
+  };
+}
+
+export {
+  payloadOf,
+  jsonPayload,
+  jsonBytes,
+  sendable,
+  jsonHead,
+  headText,
+  jsonText,
+  asJson,
+  answerAsRequest,
+  splicePart,
+  splicedPayload,
+};
 export type { Payload };

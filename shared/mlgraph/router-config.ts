@@ -5,6 +5,8 @@ import type { Env } from '../config/index.js';
 import { ConfigError } from '../errors/index.js';
 import { childName, nodeKey, strategy, unknownChildren } from '../crds/route-strategy.js';
 import type { Strategy } from '../crds/route-strategy.js';
+import { armCosts } from '../messages/mlgraph.js';
+import type { ArmCosts } from '../messages/mlgraph.js';
 
 const schema = z.object({
   // Knative sets K_SERVICE to the Service's name: the node's name unless MLGRAPH_NODE says.
@@ -13,6 +15,8 @@ const schema = z.object({
   MLGRAPH_CHILDREN: z.string().min(1),
   MLGRAPH_ROUTE: z.string().default('{"kind":"static"}'),
   MLGRAPH_PUID_TTL_SECONDS: z.coerce.number().int().min(1).default(3_600),
+  // What choosing each child costs a bandit: {"cloud": {"perRequest": 0.2}}.
+  MLGRAPH_ARM_COSTS: z.string().optional(),
 });
 
 interface RouterConfig {
@@ -20,6 +24,35 @@ interface RouterConfig {
   children: string[];
   strategy: Strategy;
   puidTtlMs: number;
+  costs: ArmCosts | undefined;
+}
+
+/**
+ * MLGRAPH_ARM_COSTS: per child, a fixed cost per request. A router on its own does not call its
+ * children, so it cannot measure their latency: `perLatencySecond` is for a graph's routers.
+ */
+function costsOf(text: string | undefined, children: readonly string[]): ArmCosts | undefined {
+  if (text === undefined) return undefined;
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new ConfigError('MLGRAPH_ARM_COSTS: must be JSON, e.g. {"cloud":{"perRequest":0.2}}');
+  }
+  const parsed = armCosts.safeParse(json);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`MLGRAPH_ARM_COSTS: ${problems.join('; ')}`);
+  }
+  for (const [child, cost] of Object.entries(parsed.data)) {
+    if (!children.includes(child))
+      throw new ConfigError(`MLGRAPH_ARM_COSTS: names ${child}, not in MLGRAPH_CHILDREN`);
+    if (cost.perLatencySecond !== undefined)
+      throw new ConfigError(
+        `MLGRAPH_ARM_COSTS: ${child}.perLatencySecond needs the graph's executor (it measures latency); a router on its own takes perRequest`,
+      );
+  }
+  return parsed.data;
 }
 
 function loadRouterConfig(env: Env = process.env): RouterConfig {
@@ -57,6 +90,7 @@ function loadRouterConfig(env: Env = process.env): RouterConfig {
     children,
     strategy: parsed.data,
     puidTtlMs: raw.MLGRAPH_PUID_TTL_SECONDS * 1000,
+    costs: costsOf(raw.MLGRAPH_ARM_COSTS, children),
   };
 }
 

@@ -7,6 +7,9 @@
  * Bandits learn from rewards in [0, 1] sent later for a prediction id; an arm's figures count
  * only the predictions that were rewarded (a prediction never rewarded says nothing about its
  * arm), so `rewarded` is the n of UCB1 and the trials of Thompson sampling's Beta posterior.
+ * An arm may cost something (arm-costs.ts, in the reward's units): each bandit then ranks the
+ * arms by its estimate of the reward minus that cost, so it settles on the best reward net of
+ * cost, not the best reward.
  */
 
 import type { Comparison, Strategy } from '../crds/route-strategy.js';
@@ -114,10 +117,13 @@ function route(
   input: {
     body: unknown;
     stats: ReadonlyMap<string, ArmStats>;
+    /** What choosing each child costs (absent: nothing). */
+    costs?: ReadonlyMap<string, number> | undefined;
     uniform: () => number;
     normal: () => number;
   },
 ): string[] {
+  const cost = (c: string) => input.costs?.get(c) ?? 0;
   const pick = () =>
     children[Math.min(children.length - 1, Math.floor(input.uniform() * children.length))]!;
   switch (s.kind) {
@@ -144,7 +150,7 @@ function route(
       return [
         children[
           argmax(
-            children.map((c) => mean(input.stats.get(c))),
+            children.map((c) => mean(input.stats.get(c)) - cost(c)),
             input.uniform,
           )
         ]!,
@@ -155,7 +161,7 @@ function route(
         const arm = input.stats.get(c);
         const successes = arm?.reward ?? 0;
         const failures = Math.max(0, (arm?.rewarded ?? 0) - successes);
-        return beta(1 + successes, 1 + failures, input.uniform, input.normal);
+        return beta(1 + successes, 1 + failures, input.uniform, input.normal) - cost(c);
       });
       return [children[argmax(draws, input.uniform)]!];
     }
@@ -170,7 +176,7 @@ function route(
       const total = children.reduce((n, c) => n + input.stats.get(c)!.rewarded, 0);
       const scores = children.map((c) => {
         const arm = input.stats.get(c)!;
-        return mean(arm) + Math.sqrt((2 * Math.log(total)) / arm.rewarded);
+        return mean(arm) + Math.sqrt((2 * Math.log(total)) / arm.rewarded) - cost(c);
       });
       return [children[argmax(scores, input.uniform)]!];
     }

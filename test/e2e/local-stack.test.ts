@@ -54,15 +54,20 @@ describe('the local stack', () => {
     // The spec update raised IBT's thresholdImg: the rolled-out edge finds more hard canvases.
     expect(text).toMatch(/update +IBT thresholdImg/);
     expect(result.updated.hard).toBeGreaterThan(result.hard);
-    // The ML graph sample: deployed by reconcile-tick, every prediction routed by the Thompson
-    // router and rewarded exactly once, and its Services deleted with it.
+    // The ML graph sample: deployed by reconcile-tick (its join runs in the executor: no joiner
+    // Service), every prediction routed by the Thompson router and rewarded exactly once, the
+    // same digits again with a cost on the cloud arm, and its Services deleted with it.
     expect(text).toContain('mlgraph-digits.yaml, unchanged');
     expect(text).toMatch(
-      /Ready: 4 nodes, url http:\/\/127\.0\.0\.1:\d+; Services digits, digits-answer, digits-pick/,
+      /Ready: 4 nodes, url http:\/\/127\.0\.0\.1:\d+; Services digits, digits-pick$/m,
     );
     expect(result.graph.requests).toBe(300);
     expect(result.graph.arms.reduce((n, a) => n + a.routed, 0)).toBe(300);
     expect(result.graph.arms.reduce((n, a) => n + a.rewarded, 0)).toBe(300);
-    expect(text).toContain('its executor, router and join Services went with it');
+    expect(text).toMatch(/graph costed +requests 241-300 \(rewarded as they go\)/);
+    expect(result.graph.costed.lambda).toBe(0.1);
+    for (const o of Object.values(result.graph.outcome))
+      expect(o.net).toBeCloseTo(o.accuracy - 0.1 * o.offload, 9);
+    expect(text).toContain('its executor and router Services went with it');
   }, 180_000);
 });

@@ -78,9 +78,10 @@ function valid(g: GraphObject) {
 }
 
 describe('desiredGraph', () => {
-  it('asks for the executor and a Service per router and join node, owned by the graph', () => {
+  it('asks for the executor and a Service per built-in router, owned by the graph; none for a built-in join', () => {
     const { services } = valid(graph(ensemble));
-    expect(services.map((s) => s.metadata.name)).toEqual(['g', 'g-pick', 'g-merge']);
+    // The join runs in the executor: no joiner Service.
+    expect(services.map((s) => s.metadata.name)).toEqual(['g', 'g-pick']);
     for (const service of services) {
       expect(service.metadata.ownerReferences).toEqual([
         {
@@ -99,7 +100,7 @@ describe('desiredGraph', () => {
         readinessProbe: { httpGet: { path: '/health/readiness' } },
       });
     }
-    const [executor, pick, merge] = services;
+    const [executor, pick] = services;
     expect(executor!.metadata.labels).toEqual({
       'app.kubernetes.io/managed-by': 'edgeai',
       'edgeai.io/mlgraph': 'g',
@@ -115,12 +116,6 @@ describe('desiredGraph', () => {
       MLGRAPH_NODE: 'ns.g-pick',
       MLGRAPH_CHILDREN: 'small,large',
       MLGRAPH_ROUTE: '{"kind":"thompson"}',
-    });
-    // An inner join waits as long as the graph's budget.
-    expect(envOf(merge!)).toEqual({
-      FUNCTION_TARGET: 'joiner',
-      MLGRAPH_NODE: 'ns.g-merge',
-      MLGRAPH_JOIN_DEADLINE_MS: '5000',
     });
   });
 
@@ -151,10 +146,9 @@ describe('desiredGraph', () => {
       model: { name: 'digits', version: '2' },
       children: [{ node: 'merge', timeoutMs: 900, retries: 0, dependency: 'Hard' }],
     });
-    expect(byName['merge']).toMatchObject({
-      url: 'http://g-merge.ns.svc.cluster.local',
-      join: { type: 'inner' },
-    });
+    // A built-in join has no URL: the executor gathers its inputs itself.
+    expect(byName['merge']).toMatchObject({ join: { type: 'inner' } });
+    expect(byName['merge']?.url).toBeUndefined();
     expect(byName['shape']).toMatchObject({ url: 'http://shape.example/t', kind: 'transform' });
   });
 
@@ -184,8 +178,8 @@ describe('desiredGraph', () => {
       ],
     };
     const { services } = valid(graph(spec));
-    expect(services.map((s) => s.metadata.name)).toEqual(['g', 'g-j']);
-    expect(envOf(services[1]!)['MLGRAPH_JOIN_DEADLINE_MS']).toBe('250');
+    // The outer join is built in: the executor holds its window.
+    expect(services.map((s) => s.metadata.name)).toEqual(['g']);
     const plan = graphPlan.parse(JSON.parse(envOf(services[0]!)['MLGRAPH_GRAPH']!));
     expect(plan.timeoutMs).toBe(30_000);
     const byName = Object.fromEntries(plan.nodes.map((n) => [n.name, n]));
@@ -194,6 +188,14 @@ describe('desiredGraph', () => {
     expect(byName['odd']).toMatchObject({ outlier: { threshold: 3 } });
     expect(byName['odd']?.url).toBe('http://scorer.example');
     expect(byName['j']).toMatchObject({ join: { type: 'outer', windowMs: 250 } });
+    expect(byName['j']?.url).toBeUndefined();
+    // A joiner of your own is called at its URL, and deployed by no one here.
+    const own = structuredClone(spec) as unknown as Loose;
+    own.nodes[3]!['join'] = { url: 'http://joins.example' };
+    const withOwn = valid(graph(own));
+    expect(withOwn.services.map((s) => s.metadata.name)).toEqual(['g']);
+    const ownPlan = graphPlan.parse(JSON.parse(envOf(withOwn.services[0]!)['MLGRAPH_GRAPH']!));
+    expect(ownPlan.nodes.find((n) => n.name === 'j')?.url).toBe('http://joins.example');
   });
 
   it('defaults the route to static and leaves out envFrom without a worker Secret', () => {
@@ -352,7 +354,7 @@ describe('reconcileGraph', () => {
 
   it('creates the Services, is Deploying until Knative readies them, then Ready with the URL', () => {
     let state = started(ensemble);
-    expect([...state.services.keys()]).toEqual(['g', 'g-pick', 'g-merge']);
+    expect([...state.services.keys()]).toEqual(['g', 'g-pick']);
     expect(ready(state)).toMatchObject({ status: 'Unknown', reason: 'Deploying' });
     expect(state.graph.status).toMatchObject({ observedGeneration: 1, nodeCount: 5 });
     expect(state.graph.status?.url).toBeUndefined();
@@ -388,25 +390,49 @@ describe('reconcileGraph', () => {
     state = applyTo(state, pass(state, later));
     const spec = structuredClone(ensemble) as unknown as Loose;
     spec.nodes[0]!['router'] = { strategy: { kind: 'ucb1' } };
-    // merge becomes the router's own joiner: no Service of the graph runs it now.
+    // merge becomes the router's own joiner: only the executor's plan changes.
     spec.nodes[3]!['join'] = { url: 'http://joins.example' };
-    spec.nodes.push({ name: 'again', kind: 'join', children: [] });
+    spec.nodes.push({
+      name: 'again',
+      kind: 'router',
+      router: { strategy: { kind: 'static' } },
+      children: [{ node: 'last' }],
+    });
+    spec.nodes.push({
+      name: 'last',
+      kind: 'model',
+      model: { name: 'x', url: 'http://x.example' },
+      children: [],
+    });
     spec.nodes[4]!.children = [{ node: 'again' }];
     state = withSpec(state, spec, 2);
+    const summaryOf = (actions: readonly GraphAction[]) =>
+      writes(actions)
+        .map((a) =>
+          a.kind === 'status'
+            ? 'status'
+            : `${a.kind} ${'name' in a ? a.name : a.object.metadata.name}`,
+        )
+        .sort();
     const actions = pass(state, later);
-    const summary = writes(actions).map((a) =>
-      a.kind === 'status' ? 'status' : `${a.kind} ${'name' in a ? a.name : a.object.metadata.name}`,
-    );
-    expect(summary.sort()).toEqual(
-      ['status', 'update g', 'update g-pick', 'create g-again', 'delete g-merge'].sort(),
+    expect(summaryOf(actions)).toEqual(
+      ['status', 'update g', 'update g-pick', 'create g-again'].sort(),
     );
     state = applyTo(state, actions);
     expect(JSON.parse(envOf(state.services.get('g-pick')!)['MLGRAPH_ROUTE']!)).toEqual({
       kind: 'ucb1',
     });
-    expect(state.graph.status).toMatchObject({ observedGeneration: 2, nodeCount: 6 });
+    expect(state.graph.status).toMatchObject({ observedGeneration: 2, nodeCount: 7 });
     expect(ready(state)).toMatchObject({ status: 'Unknown', reason: 'Deploying' });
     expect(pass(state, later)).toEqual([]);
+    // The router removed: its Service goes.
+    spec.nodes.splice(5, 2);
+    spec.nodes[4]!.children = [];
+    state = withSpec(state, spec, 3);
+    const removed = pass(state, later);
+    expect(summaryOf(removed)).toEqual(
+      ['delete g-again', 'status', 'update g', 'update g-pick'].sort(),
+    );
   });
 
   it('changes nothing for an invalid graph, names its nodes, and recovers when it is fixed', () => {

@@ -141,13 +141,14 @@ describe('the MLGraph controller against the development API server', () => {
     });
   });
 
-  it('deploys the executor, the router and the joiner, owned by the graph, then is Ready with its URL', async () => {
+  it('deploys the executor and the router (the join runs in the executor), owned by the graph, then is Ready with its URL', async () => {
     const created = await api.kube.create('mlGraph', ns, {
       metadata: { name },
       spec: ensembleSpec(),
     });
     expect(await graphs.tick()).toMatchObject({ objects: 1, failed: 0 });
-    expect(await serviceNames()).toEqual(['digits', 'digits-merge', 'digits-pick']);
+    // No joiner Service: a join without a url is gathered in the executor.
+    expect(await serviceNames()).toEqual(['digits', 'digits-pick']);
     for (const serviceName of await serviceNames()) {
       const s = await service(serviceName);
       expect(s.metadata.ownerReferences).toEqual([
@@ -168,10 +169,8 @@ describe('the MLGraph controller against the development API server', () => {
       FUNCTION_TARGET: 'router',
       MLGRAPH_CHILDREN: 'small,large',
     });
-    expect(envOf(await service('digits-merge'))).toMatchObject({
-      FUNCTION_TARGET: 'joiner',
-      MLGRAPH_JOIN_DEADLINE_MS: '4000',
-    });
+    expect(plan.nodes.find((n) => n.name === 'merge')).toMatchObject({ join: { type: 'inner' } });
+    expect(plan.nodes.find((n) => n.name === 'merge')?.url).toBeUndefined();
     expect(await ready()).toMatchObject({ status: 'Unknown', reason: 'Deploying' });
     await markReady();
     await graphs.tick();
@@ -194,7 +193,7 @@ describe('the MLGraph controller against the development API server', () => {
     await markReady();
     await graphs.tick();
     // Its own Services are deployed and ready: a request would still fail at that node.
-    expect(await serviceNames()).toEqual(['digits', 'digits-merge', 'digits-pick']);
+    expect(await serviceNames()).toEqual(['digits', 'digits-pick']);
     expect(await ready()).toEqual(
       expect.objectContaining({
         status: 'False',
@@ -228,25 +227,47 @@ describe('the MLGraph controller against the development API server', () => {
       spec.nodes[0]!['router'] = {
         strategy: { kind: 'weighted', weights: { small: 1, large: 4 } },
       };
-      // The join is replaced by a joiner of the same kind under another name.
+      // The join is replaced by an outer one under another name (in the executor: no
+      // Service), and a router follows it.
       spec.nodes[1]!['children'] = [{ node: 'gather' }];
       spec.nodes[2]!['children'] = [{ node: 'gather' }];
-      spec.nodes[3] = { name: 'gather', kind: 'join', join: { type: 'outer', windowMs: 300 } };
+      spec.nodes[3] = {
+        name: 'gather',
+        kind: 'join',
+        join: { type: 'outer', windowMs: 300 },
+        children: [{ node: 'tail' }],
+      };
+      spec.nodes.push({
+        name: 'tail',
+        kind: 'router',
+        router: { strategy: { kind: 'static' } },
+        children: [{ node: 'last' }],
+      });
+      spec.nodes.push({
+        name: 'last',
+        kind: 'model',
+        model: { name: 'x', url: 'http://x.example' },
+      });
       const patched = await setSpec(spec);
       expect(patched.metadata.generation).toBe(2);
       await graphs.tick();
-      expect(await serviceNames()).toEqual(['digits', 'digits-gather', 'digits-pick']);
+      expect(await serviceNames()).toEqual(['digits', 'digits-pick', 'digits-tail']);
       const pick = await service('digits-pick');
       expect(JSON.parse(envOf(pick)['MLGRAPH_ROUTE']!)).toEqual({
         kind: 'weighted',
         weights: { small: 1, large: 4 },
       });
       expect(pick.metadata.annotations?.['edgeai.io/generation']).toBe('2');
-      expect(envOf(await service('digits-gather'))['MLGRAPH_JOIN_DEADLINE_MS']).toBe('300');
+      // The router removed again: its Service goes.
+      spec.nodes.splice(4, 2);
+      spec.nodes[3] = { name: 'gather', kind: 'join', join: { type: 'outer', windowMs: 300 } };
+      expect((await setSpec(spec)).metadata.generation).toBe(3);
+      await graphs.tick();
+      expect(await serviceNames()).toEqual(['digits', 'digits-pick']);
       const events = (await api.kube.list('event', { namespace: ns })).items;
       expect(events.map((e) => e['reason'])).toContain('ServiceDeleted');
       expect(events[0]?.['involvedObject']).toMatchObject({ kind: 'MLGraph', name });
-      expect((await stored()).status?.observedGeneration).toBe(2);
+      expect((await stored()).status?.observedGeneration).toBe(3);
     });
 
     it('names the nodes of an invalid graph, changes nothing, and is Ready again once fixed', async () => {
@@ -294,7 +315,6 @@ describe('the MLGraph controller against the development API server', () => {
       await graphs.reconcile('mlGraph', ns, 'loop');
       expect((await serviceNames()).filter((n) => n.startsWith('loop'))).toEqual([
         'loop',
-        'loop-merge',
         'loop-pick',
       ]);
     });
@@ -342,15 +362,15 @@ describe('reconcile-tick with MLGraph events', () => {
       spec: ensembleSpec(),
     });
     expect((await send('dev.knative.apiserver.resource.add', created)).status).toBe(202);
-    expect(await services()).toEqual(['digits', 'digits-merge', 'digits-pick']);
-    const joiner = await api.kube.get({
+    expect(await services()).toEqual(['digits', 'digits-pick']);
+    const router = await api.kube.get({
       kind: 'knativeService',
       namespace: ns,
-      name: 'digits-merge',
+      name: 'digits-pick',
     });
-    await api.kube.delete({ kind: 'knativeService', namespace: ns, name: 'digits-merge' });
-    expect((await send('dev.knative.apiserver.resource.delete', joiner)).status).toBe(202);
-    expect(await services()).toContain('digits-merge');
+    await api.kube.delete({ kind: 'knativeService', namespace: ns, name: 'digits-pick' });
+    expect((await send('dev.knative.apiserver.resource.delete', router)).status).toBe(202);
+    expect(await services()).toContain('digits-pick');
   });
 
   it('reports both passes from the tick', async () => {

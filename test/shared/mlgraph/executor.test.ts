@@ -600,6 +600,77 @@ describe('graph executor', () => {
     ]).toEqual([...values]);
   });
 
+  it('joins binary answers in the executor without a joiner, binary for a binary caller', async () => {
+    const url = (
+      await graph({
+        graph: 'ns/binary-join',
+        root: 'fork',
+        nodes: [
+          {
+            name: 'fork',
+            kind: 'router',
+            router: { node: `ns.binary-join-${(counter += 1)}`, strategy: { kind: 'static' } },
+            children: [{ node: 'small' }, { node: 'large' }],
+          },
+          model('small', small, [{ node: 'both' }]),
+          model('large', large, [{ node: 'both' }]),
+          { name: 'both', kind: 'join', join: { type: 'inner' } },
+        ],
+      })
+    ).url;
+    const values = new Float32Array([1.5, -2, 3.25]);
+    const header = Buffer.from(
+      JSON.stringify({
+        inputs: [
+          { name: 'x', datatype: 'FP32', shape: [1, 3], parameters: { binary_data_size: 12 } },
+        ],
+      }),
+    );
+    const answer = await fetch(`${url}/v2/models/binary-join/infer`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/octet-stream',
+        'inference-header-content-length': String(header.length),
+        'mlgraph-puid': 'bin-join',
+      },
+      body: Buffer.concat([header, Buffer.from(values.buffer)]),
+    });
+    expect(answer.status).toBe(200);
+    expect(answer.headers.get('mlgraph-nodes')!.split(',').sort()).toEqual([
+      'both',
+      'fork',
+      'large',
+      'small',
+    ]);
+    const length = Number(answer.headers.get('inference-header-content-length'));
+    const bytes = Buffer.from(await answer.arrayBuffer());
+    // The join's shape, each member's OIP header in it; the tensors after, in the same order.
+    const joined = JSON.parse(bytes.subarray(0, length).toString('utf8')) as {
+      puid: string;
+      partial: boolean;
+      inputs: Record<string, { model_name: string; outputs: unknown[] }>;
+    };
+    expect(joined).toMatchObject({ puid: 'bin-join', partial: false, missing: 0 });
+    expect(Object.keys(joined.inputs)).toEqual(['large', 'small']);
+    expect(joined.inputs['large']!.model_name).toBe('large');
+    expect(joined.inputs['small']!.outputs).toEqual([
+      { name: 'y', datatype: 'FP32', shape: [1, 3], parameters: { binary_data_size: 12 } },
+    ]);
+    const tensors = bytes.subarray(length);
+    expect(tensors.length).toBe(24);
+    const floats = new Float32Array(
+      tensors.buffer.slice(tensors.byteOffset, tensors.byteOffset + 24),
+    );
+    expect([...floats]).toEqual([...values, ...values]);
+    // The same graph, a JSON caller: a JSON answer.
+    const json = await predict(url);
+    expect(json.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(await json.json()).toMatchObject({
+      partial: false,
+      inputs: { small: { outputs: [{ data: [13] }] }, large: { outputs: [{ data: [103] }] } },
+    });
+  });
+
   it('runs for a predict event, answered by a completed event', async () => {
     const url = (await graph({ graph: 'ns/events', root: 'small', nodes: [model('small', small)] }))
       .url;

@@ -215,7 +215,47 @@ describe('router', () => {
       },
       /names b, not in MLGRAPH_CHILDREN/,
     ],
+    [
+      { K_SERVICE: 'r', MLGRAPH_CHILDREN: 'a', MLGRAPH_ARM_COSTS: '{"b":{"perRequest":1}}' },
+      /MLGRAPH_ARM_COSTS: names b, not in MLGRAPH_CHILDREN/,
+    ],
+    [
+      { K_SERVICE: 'r', MLGRAPH_CHILDREN: 'a', MLGRAPH_ARM_COSTS: '{"a":{"perRequest":-1}}' },
+      /MLGRAPH_ARM_COSTS: a.perRequest/,
+    ],
+    [
+      { K_SERVICE: 'r', MLGRAPH_CHILDREN: 'a', MLGRAPH_ARM_COSTS: '{"a":{"perLatencySecond":1}}' },
+      /perLatencySecond needs the graph's executor/,
+    ],
   ])('refuses the settings %o', (env, message) => {
     expect(() => loadRouterConfig(env)).toThrow(message);
+  });
+
+  it('takes arm costs from MLGRAPH_ARM_COSTS and shows each child its cost in /arms', async () => {
+    const settings = loadRouterConfig({
+      K_SERVICE: 'r',
+      MLGRAPH_CHILDREN: 'small,large',
+      MLGRAPH_ROUTE: '{"kind":"thompson"}',
+      MLGRAPH_ARM_COSTS: '{"large":{"perRequest":0.25}}',
+    });
+    expect(settings.costs).toEqual({ large: { perRequest: 0.25 } });
+    const uniform = seededRandom(5);
+    const r = createRouter({
+      strategy: settings.strategy,
+      children: settings.children,
+      store: createRouteStore(redis.client, { node: `node-${(nodes += 1)}`, puidTtlMs: 60_000 }),
+      costs: settings.costs,
+      uniform,
+      normal: normal(uniform),
+    });
+    // A fresh prediction id is routed at once; its route is kept by the time `recorded` settles.
+    const routed = await r.predict({ puid: 'fresh-1', body: {}, fresh: true });
+    expect(routed.recorded).toBeDefined();
+    await routed.recorded;
+    expect(await r.reward(routed.puid, 1)).toBe('applied');
+    expect((await r.arms()).children).toEqual([
+      expect.objectContaining({ name: 'small', cost: 0 }),
+      expect.objectContaining({ name: 'large', cost: 0.25 }),
+    ]);
   });
 });

@@ -2,6 +2,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { route } from '../../../shared/mlgraph/strategies.js';
+import { armCostsOf } from '../../../shared/mlgraph/arm-costs.js';
 import { strategy } from '../../../shared/crds/route-strategy.js';
 import type { ArmStats } from '../../../shared/mlgraph/strategies.js';
 import type { Strategy } from '../../../shared/crds/route-strategy.js';
@@ -142,5 +143,70 @@ describe('route strategies', () => {
       if (c === 'large') best += 1;
     }
     expect(best / 3_000).toBeGreaterThanOrEqual(share);
+  });
+
+  /**
+   * The demo's problem, synthetic: an edge model right 85% of the time, a cloud model 97%, a
+   * reward of 1 for a right answer. Offloading costs lambda per request (the cloud arm's cost):
+   * the bandit should maximise accuracy minus lambda times offload, not accuracy.
+   */
+  function offload(s: Strategy, costs: Record<string, number> | undefined, rounds: number) {
+    const arms2 = ['edge', 'cloud'];
+    const p: Record<string, number> = { edge: 0.85, cloud: 0.97 };
+    const uniform = seededRandom(29);
+    const draw = normal(uniform);
+    const arms = new Map<string, ArmStats>(arms2.map((c) => [c, { rewarded: 0, reward: 0 }]));
+    const cost =
+      costs === undefined ? undefined : new Map(Object.entries(costs).map(([c, v]) => [c, v]));
+    let cloud = 0;
+    for (let round = 0; round < rounds; round += 1) {
+      const [c] = route(s, arms2, { body: {}, stats: arms, costs: cost, uniform, normal: draw });
+      const arm = arms.get(c!)!;
+      arms.set(c!, {
+        rewarded: arm.rewarded + 1,
+        reward: arm.reward + (uniform() < p[c!]! ? 1 : 0),
+      });
+      // The share is read over the second half: where the bandit has settled.
+      if (c === 'cloud' && round >= rounds / 2) cloud += 1;
+    }
+    return cloud / (rounds / 2);
+  }
+
+  it.each<[Strategy, number]>([
+    [{ kind: 'thompson' }, 0.1],
+    [{ kind: 'ucb1' }, 0.25],
+    [{ kind: 'epsilon-greedy', epsilon: 0.1 }, 0.1],
+  ])(
+    '%o with arm costs settles on the best reward minus cost, not the best reward (cloud share <= %d)',
+    (s, most) => {
+      // Cost-blind, the cloud wins: 0.97 > 0.85.
+      expect(offload(s, undefined, 6_000)).toBeGreaterThan(0.75);
+      // lambda = 0.3: the cloud nets 0.67 < 0.85, so the edge should take nearly everything.
+      expect(offload(s, { cloud: 0.3 }, 6_000)).toBeLessThanOrEqual(most);
+      // lambda = 0.03: the cloud still nets more (0.94 > 0.85): the cost does not justify less.
+      expect(offload(s, { cloud: 0.03 }, 6_000)).toBeGreaterThan(0.6);
+    },
+  );
+
+  it('charges measured latency at its weight: the slow arm loses what its latency costs', () => {
+    const latency: Record<string, number> = { edge: 0.005, cloud: 0.08 };
+    const costs = armCostsOf(
+      ['edge', 'cloud'],
+      { edge: { perLatencySecond: 5 }, cloud: { perRequest: 0.01, perLatencySecond: 5 } },
+      (c) => latency[c],
+    )();
+    expect(costs?.get('edge')).toBeCloseTo(0.025, 9);
+    expect(costs?.get('cloud')).toBeCloseTo(0.41, 9);
+    // Not measured yet: the fixed part only (the arm is tried, then measured).
+    const unmeasured = armCostsOf(
+      ['edge'],
+      { edge: { perRequest: 0.1, perLatencySecond: 5 } },
+      () => undefined,
+    )();
+    expect(unmeasured?.get('edge')).toBe(0.1);
+    expect(armCostsOf(['edge'], undefined, undefined)()).toBeUndefined();
+    expect(
+      offload({ kind: 'thompson' }, Object.fromEntries<number>(costs ?? new Map()), 6_000),
+    ).toBeLessThanOrEqual(0.1);
   });
 });
