@@ -5,6 +5,7 @@
  * framework.
  */
 export { defineFunction, onEvent, onRequest, onRawRequest } from './define.js';
+export { releaseBody } from './body.js';
 export { decodeJsonBody } from './handler.js';
 export { buildServer } from './server.js';
 export { serveFunction } from './lifecycle.js';

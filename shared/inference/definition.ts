@@ -24,6 +24,7 @@ import type {
   RawBody,
   ReadinessCheck,
 } from '../http/index.js';
+import { releaseBody } from '../http/index.js';
 import { localAnswers } from './event-answers.js';
 import type { AnswerOnce } from './event-answers.js';
 import { formatPredictions, parseInstances } from './instances.js';
@@ -34,7 +35,7 @@ import { formatInferResponse, modelConfig, modelMetadata, parseInferRequest } fr
 import type { InferAnswer, InferRequest } from './protocol.js';
 import type { TaskAdapter } from './task.js';
 import type { Signature, Tensor, TensorSpec } from './tensor.js';
-import { createTurns } from './turns.js';
+import { largeWork } from './turns.js';
 
 interface ServedModel {
   name: string;
@@ -156,7 +157,6 @@ class ServedInference {
   };
   /** The model as its metadata, config and infer answers describe it. */
   private readonly described: ServedModel & { signature: Signature; served: readonly TensorSpec[] };
-  private readonly turn = createTurns();
   // A redelivered event (same source and id) gets the first delivery's answer instead of a
   // second inference: counted once, answered the same (across replicas with `sharedAnswers`).
   private readonly once: AnswerOnce;
@@ -201,13 +201,18 @@ class ServedInference {
     body: RawBody,
     ctx: { headers: Readonly<Record<string, unknown>>; traceparent: string },
   ): Promise<Answer> {
-    this.checkModel(params);
-    if (body.bytes.length > largeBodyBytes) await this.turn();
-    const { json: header, binary } = readInferBody(body, ctx.headers);
-    const answer = await this.infer(
-      parseInferRequest(header, this.parsing, binary),
-      ctx.traceparent,
-    );
+    let answer: InferAnswer;
+    try {
+      this.checkModel(params);
+      if (body.bytes.length > largeBodyBytes) await largeWork();
+      const { json: header, binary } = readInferBody(body, ctx.headers);
+      answer = await this.infer(parseInferRequest(header, this.parsing, binary), ctx.traceparent);
+    } finally {
+      // Binary inputs are views of the body: once the answer is made (the pool copied them to
+      // its thread, and whatever the worker keeps longer is a copy; joint.ts), its memory can
+      // serve the next large body (body.ts).
+      releaseBody(body.bytes);
+    }
     const head = Buffer.from(answer.header);
     if (answer.binary === undefined) {
       return { kind: 'bytes', contentType: 'application/json', body: head };

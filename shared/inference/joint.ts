@@ -140,11 +140,19 @@ async function runEdge(deps: JointDeps, inputs: Readonly<Tensors>, rows: number)
   return out;
 }
 
-/** The rows at `indices` of every input (the whole request for a model without a batch). */
+/**
+ * The rows at `indices` of every input (the whole request for a model without a batch), always
+ * copied: what leaves for the cloud may outlive the request (a shadow call is not awaited), and a
+ * binary request's inputs are views of its body, whose memory serves the next request once the
+ * answer is made (shared/http/body.ts).
+ */
 function subset(deps: JointDeps, inputs: Readonly<Tensors>, indices: readonly number[]): Tensors {
-  if (!deps.edge.signature.batched) return { ...inputs };
   const out: Tensors = {};
-  for (const [name, tensor] of Object.entries(inputs)) out[name] = pickRows(tensor, indices);
+  for (const [name, tensor] of Object.entries(inputs)) {
+    out[name] = deps.edge.signature.batched
+      ? pickRows(tensor, indices)
+      : { ...tensor, shape: [...tensor.shape], data: tensor.data.slice() };
+  }
   return out;
 }
 

@@ -1,15 +1,22 @@
 /**
- * The only file that imports onnxruntime-node. A model is loaded from bytes (checked by the
+ * The only file that loads onnxruntime-node. A model is loaded from bytes (checked by the
  * caller); its signature (names, datatypes, shapes with -1 for open dimensions) comes from the
  * session's metadata, never from assumptions about what models look like. `run` is synchronous
  * native work that blocks the event loop of the thread it runs on: the serving path runs models
  * in worker threads (startOnnxWorker, used by the inference pool), never on the HTTP thread.
+ *
+ * onnxruntime-node is loaded when first needed (`onnxruntime()`), not when this file is
+ * imported: the serving path's HTTP thread never loads it (only its threads do), and a worker's
+ * first thread can start, and load onnxruntime, while the function's own modules are still
+ * loading (prestartOnnxThread, called by bin/serve.ts): the slowest parts of a worker's start (a
+ * thread's Node environment, onnxruntime's native library) then overlap instead of following
+ * each other.
  */
 import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Worker } from 'node:worker_threads';
 import type * as Ort from 'onnxruntime-node';
-import { InferenceSession, Tensor as OrtTensor } from 'onnxruntime-node';
+import type { InferenceSession, Tensor as OrtTensor } from 'onnxruntime-node';
 import type { RunMessage } from './arena.js';
 import { isDatatype } from './tensor.js';
 import type { Datatype, Signature, Tensor, TensorSpec } from './tensor.js';
@@ -47,6 +54,14 @@ const arrayNames: Readonly<Record<Exclude<Datatype, 'BYTES'>, string>> = {
   FP64: 'Float64Array',
 };
 
+const requireHere = createRequire(import.meta.url);
+let loaded: typeof Ort | undefined;
+/** onnxruntime-node, loaded on first use (see the file comment). */
+function onnxruntime(): typeof Ort {
+  loaded ??= requireHere('onnxruntime-node') as typeof Ort;
+  return loaded;
+}
+
 const sessionOptions: InferenceSession.SessionOptions = {
   intraOpNumThreads: 1,
   interOpNumThreads: 1,
@@ -80,7 +95,7 @@ function signatureOf(session: {
 }
 
 function toOrt(tensor: Tensor): OrtTensor {
-  return new OrtTensor(
+  return new (onnxruntime().Tensor)(
     ortTypes[tensor.datatype] as 'float32',
     tensor.data as Float32Array,
     tensor.shape,
@@ -106,7 +121,7 @@ async function openOnnxModel(
   bytes: Uint8Array,
   options: { threads?: number } = {},
 ): Promise<OnnxSession> {
-  const session = await InferenceSession.create(bytes, {
+  const session = await onnxruntime().InferenceSession.create(bytes, {
     ...sessionOptions,
     intraOpNumThreads: options.threads ?? 1,
   });
@@ -276,9 +291,7 @@ function outputWires(
  */
 function workerMain(inputsOf: typeof arenaInputs, wires: typeof outputWires): void {
   const threads = process.getBuiltinModule('node:worker_threads');
-  const { model, options, runtime, types, arrays, gate, states } = threads.workerData as {
-    model: Uint8Array;
-    options: InferenceSession.SessionOptions;
+  const { runtime, types, arrays, gate, states } = threads.workerData as {
     runtime: string;
     types: Record<string, string>;
     arrays: Record<string, string>;
@@ -345,19 +358,30 @@ function workerMain(inputsOf: typeof arenaInputs, wires: typeof outputWires): vo
       );
     });
   };
-  // The gate starts busy: loading the model is native work too.
-  ort.InferenceSession.create(model, options).then(
-    (session) => {
-      leave();
-      const { inputMetadata, outputMetadata } = session;
-      port.postMessage({ ready: true, inputMetadata, outputMetadata });
-      serve(session);
-    },
-    (err: unknown) => {
-      leave();
-      port.postMessage({ ready: false, error: String(err) });
-    },
-  );
+  // onnxruntime was loaded above with the gate busy (native work); the model comes next, and
+  // until it does this thread is outside onnxruntime (a stop asked meanwhile parks it here).
+  leave();
+  port.once('message', ({ model, options }: LoadMessage) => {
+    if (Atomics.compareExchange(gate, 0, states.idle, states.busy) === states.stop) park();
+    ort.InferenceSession.create(model, options).then(
+      (session) => {
+        leave();
+        const { inputMetadata, outputMetadata } = session;
+        port.postMessage({ ready: true, inputMetadata, outputMetadata });
+        serve(session);
+      },
+      (err: unknown) => {
+        leave();
+        port.postMessage({ ready: false, error: String(err) });
+      },
+    );
+  });
+}
+
+/** The first message to a thread: the model its session loads. */
+interface LoadMessage {
+  model: Uint8Array;
+  options: InferenceSession.SessionOptions;
 }
 
 /** One worker thread with its own session; it answers a RunMessage (arena.ts) with a RunReply. */
@@ -417,18 +441,38 @@ function stopper(worker: Worker, gate: Int32Array): (withinMs?: number) => Promi
   return (withinMs = Infinity) => (stopping ??= stop(withinMs));
 }
 
-/** Starts a worker thread with its own session on `model`. */
-async function startOnnxWorker(model: Uint8Array): Promise<OnnxThread> {
+/** What a thread says once its session is made, or could not be. */
+interface ReadyMessage {
+  ready: boolean;
+  error?: string;
+  inputMetadata?: InferenceSession.ValueMetadata[];
+  outputMetadata?: InferenceSession.ValueMetadata[];
+}
+
+/** A thread started with onnxruntime loaded (or loading), not yet given a model. */
+interface BlankThread {
+  worker: Worker;
+  stop: (withinMs?: number) => Promise<void>;
+  /** Its first message (once a model is sent), or how it died before sending one. */
+  ready: Promise<ReadyMessage>;
+}
+
+/**
+ * Starts a thread that loads onnxruntime and then waits for a model. Its death before it answers
+ * is captured at once (`ready` rejects), so a thread nobody has claimed yet cannot raise an
+ * unhandled 'error'. Unref'd until claimed: a thread only started ahead of time does not keep
+ * the process alive.
+ */
+function spawnThread(): BlankThread {
   const gate = new Int32Array(new SharedArrayBuffer(4));
+  // Busy from the start: loading onnxruntime is native work.
   Atomics.store(gate, 0, gateStates.busy);
   const worker = new Worker(
     `(${workerMain.toString()})(${arenaInputs.toString()}, ${outputWires.toString()})`,
     {
       eval: true,
       workerData: {
-        model,
-        options: sessionOptions,
-        runtime: createRequire(import.meta.url).resolve('onnxruntime-node'),
+        runtime: requireHere.resolve('onnxruntime-node'),
         types: ortTypes,
         arrays: arrayNames,
         gate,
@@ -436,19 +480,39 @@ async function startOnnxWorker(model: Uint8Array): Promise<OnnxThread> {
       },
     },
   );
-  const stop = stopper(worker, gate);
-  const [message] = (await new Promise<unknown[]>((resolve, reject) => {
-    worker.once('message', (m) => resolve([m]));
+  worker.unref();
+  const ready = new Promise<ReadyMessage>((resolve, reject) => {
+    worker.once('message', (m: ReadyMessage) => resolve(m));
     worker.once('error', reject);
     worker.once('exit', (code) => reject(new Error(`the thread exited with code ${code}`)));
-  })) as [
-    {
-      ready: boolean;
-      error?: string;
-      inputMetadata?: InferenceSession.ValueMetadata[];
-      outputMetadata?: InferenceSession.ValueMetadata[];
-    },
-  ];
+  });
+  // Observed by whoever claims the thread; until then a death must not be an unhandled rejection.
+  ready.catch(() => undefined);
+  return { worker, stop: stopper(worker, gate), ready };
+}
+
+/** Threads started ahead of time (prestartOnnxThread), taken first by startOnnxWorker. */
+const prestarted: BlankThread[] = [];
+
+/**
+ * Starts one thread now, for the next startOnnxWorker to take: it loads onnxruntime while the
+ * caller goes on loading its own modules and reading its model. Call it only when a pool will
+ * be made (bin/serve.ts does, for the inference workers). Returns the thread's id.
+ */
+function prestartOnnxThread(): number {
+  const thread = spawnThread();
+  prestarted.push(thread);
+  return thread.worker.threadId;
+}
+
+/** Starts a worker thread with its own session on `model` (a prestarted one when there is one). */
+async function startOnnxWorker(model: Uint8Array): Promise<OnnxThread> {
+  const thread = prestarted.shift() ?? spawnThread();
+  const { worker, stop } = thread;
+  worker.ref();
+  // Copied into the thread, as workerData would be: the caller keeps its bytes.
+  worker.postMessage({ model, options: sessionOptions } satisfies LoadMessage);
+  const message = await thread.ready;
   if (!message.ready) {
     await stop();
     throw new Error(`model does not load: ${message.error ?? 'unknown error'}`);
@@ -467,5 +531,12 @@ async function startOnnxWorker(model: Uint8Array): Promise<OnnxThread> {
   }
 }
 
-export { openOnnxModel, loadOnnxModel, startOnnxWorker, signatureOf, isParkedNotice };
+export {
+  openOnnxModel,
+  loadOnnxModel,
+  prestartOnnxThread,
+  startOnnxWorker,
+  signatureOf,
+  isParkedNotice,
+};
 export type { FailureStage, OnnxModel, OnnxSession, OnnxThread, RunReply, WireTensor };

@@ -31,9 +31,10 @@ import { isParkedNotice, startOnnxWorker } from './onnx-runtime.js';
 import type { FailureStage, OnnxThread, RunReply, WireTensor } from './onnx-runtime.js';
 import { InputArena } from './arena.js';
 import type { RunMessage } from './arena.js';
-import { createRequestQueue } from './request-queue.js';
+import { createRequestQueue, smallRows } from './request-queue.js';
 import type { Pending, RequestQueue, Tensors } from './request-queue.js';
 import { sliceRows } from './tensor.js';
+import { largeWork } from './turns.js';
 import type { Signature } from './tensor.js';
 
 /** What happened to a thread, for the log. */
@@ -100,6 +101,12 @@ interface ServingPool extends InferencePool {
 }
 
 const defaultDeadlineMs = 5000;
+/**
+ * Small requests count as about for this long after the last one came: a caller of small ones
+ * that is between two of them (its answer being written, its next request being read) is still
+ * about.
+ */
+const smallSeenMs = 20;
 /** How long `close` waits for session runs in progress, then for their threads to stop. */
 const closeWaitMs = 10_000;
 /** The pause before a replacement after `crashes` consecutive crashes. */
@@ -205,6 +212,10 @@ class HealingPool implements ServingPool {
   private crashes = 0;
   /** Replacements loading the model. */
   private starting = 0;
+  /** Small requests (smallRows) not yet answered, queued or running. */
+  private smallWaiting = 0;
+  /** When the last small request came (performance.now()). */
+  private smallSeen = -Infinity;
   private lastFailure: string | undefined;
   private unique = 0;
   private readonly uniqueKey = () => `alone:${(this.unique += 1)}`;
@@ -255,6 +266,10 @@ class HealingPool implements ServingPool {
         reject,
       };
       pending.deadline = setTimeout(this.expire, this.deadlineMs, pending);
+      if (rows <= smallRows) {
+        this.smallWaiting += 1;
+        this.smallSeen = pending.since;
+      }
       this.queue.push(pending);
       // Dispatched once the loop has read what else arrived this turn: requests parsed in one
       // turn share a session run and one message each way instead of one per request (a
@@ -322,8 +337,20 @@ class HealingPool implements ServingPool {
     pending.state = 'settled';
     pending.inputs = noInputs;
     clearTimeout(pending.deadline);
+    if (pending.rows <= smallRows) this.smallWaiting -= 1;
     if (outcome instanceof Error) pending.reject(outcome);
-    else pending.resolve(outcome);
+    // While small requests are about (one waits here, or one came within smallSeenMs), what
+    // the caller does with a large answer (reading it, formatting it) takes its turn on the
+    // HTTP thread (turns.ts): a run that answered four large requests does not read all four
+    // before a small one's next step gets the thread. With no small request about, the turns
+    // would only cost the large ones.
+    else if (pending.rows > smallRows && this.smallAbout()) {
+      void largeWork().then(() => pending.resolve(outcome));
+    } else pending.resolve(outcome);
+  }
+
+  private smallAbout(): boolean {
+    return this.smallWaiting > 0 || performance.now() - this.smallSeen < smallSeenMs;
   }
 
   /** Whether a request can wait: some thread is alive, or one is loading. */

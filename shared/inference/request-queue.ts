@@ -126,5 +126,5 @@ function createRequestQueue(maxBatch: number): RequestQueue {
   };
 }
 
-export { createRequestQueue };
+export { createRequestQueue, smallRows };
 export type { Pending, RequestQueue, Tensors };

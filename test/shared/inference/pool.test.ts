@@ -95,9 +95,17 @@ describe('inference pool', () => {
     }
     const small = ordered.infer(digits(test.x, 0, 1), 1).then(() => done.push('small'));
     await Promise.all([...large, small]);
-    // large0 was running when the rest arrived; the small one goes next, then the others in order.
-    expect(done).toEqual(['large0', 'small', 'large1', 'large2', 'large3']);
+    // large0 was running when the rest arrived; the small one runs next, then the others in
+    // order. (large0's answer takes its turn on the HTTP thread while the small one waits, so
+    // which of those two is answered first is not fixed: pool.ts, turns.ts.)
     expect(sizes).toEqual([64, 1, 64, 64, 64]);
+    expect(done.filter((name) => name !== 'large0')).toEqual([
+      'small',
+      'large1',
+      'large2',
+      'large3',
+    ]);
+    expect(done).toContain('large0');
     await ordered.close();
   });
 
