@@ -1,14 +1,15 @@
 /**
  * The conditions of issue 32's fl-learning bench, in one table: each names its split, its local
- * training (McMahan's E and B, FedProx's mu), its server step, the learning rates it is tuned over
- * and the figure it feeds. Conditions that need modules not written yet (FedAdam, FedTrimmedAvg,
- * Krum, poisoned trainers, FedBuff's asynchronous rounds) are `pending` slots saying what they
- * wait for; they become `ready` rows here, and the bench runs and reports them, with no change
- * elsewhere but the figure they feed (index.ts, `groups`).
+ * training (McMahan's E and B, FedProx's mu), the strategy the server aggregates with (as
+ * fl-aggregator runs it: shared/fl/strategy), its poisoned trainers if any, the learning rates it
+ * is tuned over and the figure it feeds. FedBuff's asynchronous run is not a row: it is a run of
+ * its own (asynchronous.ts) on `fedavg-iid`'s local training and chosen rate.
  */
 import type { PartitionKind } from '../../shared/fl/partition.js';
-import { fedAvgStep } from './simulate.js';
-import type { Algorithm, ServerStep } from './simulate.js';
+import type { Attack } from '../../shared/fl/strategy/poison.js';
+import type { Strategy } from '../../shared/fl/strategy/types.js';
+import { fedOptDefaults } from '../../shared/messages/federated.js';
+import type { Algorithm } from './simulate.js';
 
 /** Which learning-rate grid and round budget a condition is tuned with. */
 type Family = 'fedsgd' | 'fedavg';
@@ -27,13 +28,20 @@ interface ReadyCondition {
   readonly goal: Goal;
   /** Local training but the learning rate and seed (the bench supplies both). */
   readonly local: Omit<Algorithm['local'], 'learningRate' | 'seed'>;
-  readonly server: () => ServerStep;
-  readonly corrupt?: Algorithm['corrupt'];
+  /** What the server aggregates with (a server optimizer's eta may be raced: `serverRates`). */
+  readonly strategy: Strategy;
+  /** `count` of each round's selected trainers send `attack` instead of their update. */
+  readonly poisoned?: { readonly count: number; readonly attack?: Attack };
   /**
    * Learning rates tried (the grid, McMahan et al. tuned eta per condition), or `{ from }` the
    * condition whose chosen rate it takes (FedProx takes FedAvg's on the same split).
    */
   readonly rates: readonly number[] | { readonly from: string };
+  /**
+   * A grid over the server optimizer's eta (FedAdam), raced at the round budget with the local
+   * rate `rates` gives (one rate, borrowed).
+   */
+  readonly serverRates?: readonly number[];
 }
 
 /** A slot: a condition of issue 32 waiting for a module another change brings. */
@@ -65,6 +73,28 @@ const rateGrids: Record<Family, readonly number[]> = {
   fedavg: [0.1, 0.2, 0.4],
 };
 
+const fedAvgStrategy: Strategy = { kind: 'fedavg' };
+
+/**
+ * FedAdam with Flower's defaults (shared/messages/federated.ts fedOptDefaults: beta1 0.9, beta2
+ * 0.99, tau 1e-9, eta 0.1); the server eta is raced over `fedAdamServerRates`.
+ */
+const fedAdam: Strategy = fedOptDefaults.fedadam;
+
+/**
+ * The server etas FedAdam races: Flower's default 0.1, then a factor sqrt(10) apart downwards
+ * (Reddi et al. 2021 tune the server rate on a log10 grid of half-decades). With tau = 1e-9 a
+ * FedAdam step moves every weight with a gradient by about eta in its first rounds, large next to
+ * the 2NN's weights (He init, std 0.05 in the first layer), hence the smaller rates.
+ */
+const fedAdamServerRates = [0.1, 0.0316, 0.01, 0.00316] as const;
+
+/** The attack of the poisoned conditions (bench/fl-learning/settings.ts: BENCH_FL_ATTACK). */
+const defaultAttack: Attack = { kind: 'signflip', factor: 4 };
+
+/** Poisoned trainers per round in the poisoned conditions: 2 of the 10 selected. */
+const poisonedPerRound = 2;
+
 const conditions: readonly Condition[] = [
   {
     status: 'ready',
@@ -74,7 +104,7 @@ const conditions: readonly Condition[] = [
     split: 'iid',
     goal: 'target',
     local: fedSgd,
-    server: fedAvgStep,
+    strategy: fedAvgStrategy,
     rates: rateGrids.fedsgd,
   },
   {
@@ -85,7 +115,7 @@ const conditions: readonly Condition[] = [
     split: 'iid',
     goal: 'target',
     local: fedAvg,
-    server: fedAvgStep,
+    strategy: fedAvgStrategy,
     rates: rateGrids.fedavg,
   },
   {
@@ -96,7 +126,7 @@ const conditions: readonly Condition[] = [
     split: 'shards',
     goal: 'target',
     local: fedSgd,
-    server: fedAvgStep,
+    strategy: fedAvgStrategy,
     rates: rateGrids.fedsgd,
   },
   {
@@ -107,7 +137,7 @@ const conditions: readonly Condition[] = [
     split: 'shards',
     goal: 'target',
     local: fedAvg,
-    server: fedAvgStep,
+    strategy: fedAvgStrategy,
     rates: rateGrids.fedavg,
   },
   {
@@ -118,7 +148,7 @@ const conditions: readonly Condition[] = [
     split: 'shards',
     goal: 'budget',
     local: { ...fedAvg, proximalMu: 0.01 },
-    server: fedAvgStep,
+    strategy: { kind: 'fedprox', mu: 0.01 },
     rates: { from: 'fedavg-noniid' },
   },
   {
@@ -129,44 +159,56 @@ const conditions: readonly Condition[] = [
     split: 'shards',
     goal: 'budget',
     local: { ...fedAvg, proximalMu: 0.1 },
-    server: fedAvgStep,
+    strategy: { kind: 'fedprox', mu: 0.1 },
     rates: { from: 'fedavg-noniid' },
   },
   {
-    status: 'pending',
+    status: 'ready',
     id: 'fedadam-noniid',
     label: 'FedAdam (E=5, B=10), non-IID',
-    needs: 'shared/fl/strategy FedAdam as a ServerStep (server: () => ServerStep)',
-    figure: 'fl_noniid_best_minus_fedavg',
+    family: 'fedavg',
+    split: 'shards',
+    goal: 'budget',
+    local: fedAvg,
+    strategy: fedAdam,
+    rates: { from: 'fedavg-noniid' },
+    serverRates: fedAdamServerRates,
   },
   {
-    status: 'pending',
+    status: 'ready',
     id: 'fedavg-poisoned',
-    label: 'FedAvg, IID, 2 of 10 selected trainers poisoned',
-    needs: 'shared/fl/strategy poison() as a corrupt hook',
-    figure: 'fl_poisoned_robust_minus_clean',
+    label: 'FedAvg, IID, 2 of 10 poisoned',
+    family: 'fedavg',
+    split: 'iid',
+    goal: 'budget',
+    local: fedAvg,
+    strategy: fedAvgStrategy,
+    poisoned: { count: poisonedPerRound },
+    rates: { from: 'fedavg-iid' },
   },
   {
-    status: 'pending',
+    status: 'ready',
     id: 'trimmed-poisoned',
-    label: 'FedTrimmedAvg, IID, 2 of 10 poisoned',
-    needs: 'shared/fl/strategy FedTrimmedAvg (beta) and poison()',
-    figure: 'fl_poisoned_robust_minus_clean',
+    label: 'FedTrimmedAvg (beta=0.2), IID, 2 of 10 poisoned',
+    family: 'fedavg',
+    split: 'iid',
+    goal: 'budget',
+    local: fedAvg,
+    strategy: { kind: 'fedtrimmedavg', beta: 0.2 },
+    poisoned: { count: poisonedPerRound },
+    rates: { from: 'fedavg-iid' },
   },
   {
-    status: 'pending',
+    status: 'ready',
     id: 'krum-poisoned',
-    label: 'Krum, IID, 2 of 10 poisoned',
-    needs: 'shared/fl/strategy Krum (f = 2) and poison()',
-    figure: 'fl_poisoned_robust_minus_clean',
-  },
-  {
-    status: 'pending',
-    id: 'fedbuff-async',
-    label: 'FedBuff vs synchronous, trainer speeds 1x-10x',
-    needs:
-      'shared/fl/strategy FedBuff staleness weighting and an event-time loop beside federatedRounds',
-    figure: 'fedbuff_time_speedup',
+    label: 'Krum (f=2), IID, 2 of 10 poisoned',
+    family: 'fedavg',
+    split: 'iid',
+    goal: 'budget',
+    local: fedAvg,
+    strategy: { kind: 'krum', f: poisonedPerRound, m: 1 },
+    poisoned: { count: poisonedPerRound },
+    rates: { from: 'fedavg-iid' },
   },
 ];
 
@@ -180,6 +222,19 @@ const speedups = [
     target: 2,
   },
 ] as const;
+
+/**
+ * The poisoned comparison at the round budget: the best robust aggregator's accuracy with
+ * poisoned trainers minus the unpoisoned FedAvg's (fl_poisoned_robust_minus_clean, points; target
+ * >= -2). FedAvg poisoned is reported beside them.
+ */
+const poisonedComparison = {
+  figure: 'fl_poisoned_robust_minus_clean',
+  clean: 'fedavg-iid',
+  poisoned: 'fedavg-poisoned',
+  robust: ['trimmed-poisoned', 'krum-poisoned'],
+  target: -2,
+} as const;
 
 /**
  * The non-IID comparison at the fixed round budget: the baseline's accuracy there against the
@@ -210,8 +265,12 @@ export {
   readyConditions,
   pendingConditions,
   rateGrids,
+  fedAdamServerRates,
+  defaultAttack,
+  poisonedPerRound,
   speedups,
   budgetComparison,
+  poisonedComparison,
   snake,
 };
 export type { Condition, ReadyCondition, PendingCondition, Family, Goal };

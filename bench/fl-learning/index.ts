@@ -12,38 +12,59 @@
  *
  * Figures: rounds to the target for FedSGD (E=1, B=inf) and FedAvg (E=5, B=10), IID and non-IID,
  * each at the learning rate its grid chose; fedavg_round_speedup_iid and _noniid (FedSGD rounds /
- * FedAvg rounds; targets >= 10 and >= 2); FedAvg against FedProx on non-IID at a fixed round
- * budget (fl_noniid_best_minus_fedavg, points, no target). Curves: out/fl-learning/*.svg.
- * Settings: bench/fl-learning/settings.ts (environment variables).
+ * FedAvg rounds; targets >= 10 and >= 2); FedAvg against FedProx and FedAdam on non-IID at a fixed
+ * round budget (fl_noniid_best_minus_fedavg, points, no target); FedAvg, FedTrimmedAvg and Krum
+ * with 2 of each round's 10 trainers poisoned against clean FedAvg at the budget
+ * (fl_poisoned_robust_minus_clean, points, target >= -2); FedBuff against synchronous rounds with
+ * trainer speeds 1x-10x on a simulated clock (fedbuff_time_speedup, target >= 2). Curves:
+ * out/fl-learning/*.svg, named in the tables. Settings: bench/fl-learning/settings.ts
+ * (environment variables; BENCH_FL_QUICK=1 skips the learning-rate races).
  */
 import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { evaluateOnnx } from '../../shared/fl/evaluation.js';
-import { finish, median, printTable } from '../support/report.js';
+import { finish, median } from '../support/report.js';
 import { centralBaseline, targetAccuracy } from './central.js';
-import type { CentralResult } from './central.js';
-import { pendingConditions, readyConditions } from './conditions.js';
+import { readyConditions } from './conditions.js';
 import type { ReadyCondition } from './conditions.js';
 import { executeConditions } from './execute.js';
 import { digits } from './federation.js';
-import type { ConditionResult } from './execute.js';
-import { figuresOf } from './figures.js';
-import { plotComparison, plotCondition } from './plots.js';
+import { runAsyncComparison } from './fedbuff-run.js';
+import type { AsyncComparison } from './fedbuff-run.js';
+import { fedbuffFigures, figuresOf } from './figures.js';
+import { writePlots } from './group-plots.js';
 import { TrainerPool } from './pool.js';
 import { parseSettings } from './settings.js';
 import type { Settings } from './settings.js';
 import { algorithmFor, federationFor, model, readyCondition } from './setup.js';
 import { inProcessTrainer, roundDigests } from './simulate.js';
+import {
+  printAsync,
+  printCentral,
+  printGrid,
+  printPending,
+  printPoisoned,
+  printResults,
+} from './tables.js';
 import type { TrainRound } from './simulate.js';
 
-const pct = (share: number) => `${(100 * share).toFixed(2)}%`;
 const progress = (line: string) => process.stderr.write(`fl-learning: ${line}\n`);
 
-/** The conditions to run: the table's ready ones, or those BENCH_FL_CONDITIONS names. */
-function selectConditions(settings: Settings): ReadyCondition[] {
-  if (settings.only.length === 0) return readyConditions();
-  settings.only.forEach(readyCondition); // an unknown id is refused, naming the ready ones
-  return readyConditions().filter((c) => settings.only.includes(c.id));
+/** The id BENCH_FL_CONDITIONS names FedBuff's run by (it needs `fedavg-iid`, added for it). */
+const fedbuffId = 'fedbuff';
+
+/**
+ * The conditions to run, and whether FedBuff's run follows: the table's ready ones and FedBuff,
+ * or those BENCH_FL_CONDITIONS names (`fedbuff` brings `fedavg-iid`, whose rate and synchronous
+ * run it is compared with).
+ */
+function selectConditions(settings: Settings): { conditions: ReadyCondition[]; fedbuff: boolean } {
+  if (settings.only.length === 0) return { conditions: readyConditions(), fedbuff: true };
+  const fedbuff = settings.only.includes(fedbuffId);
+  const ids = settings.only.filter((id) => id !== fedbuffId);
+  ids.forEach(readyCondition); // an unknown id is refused, naming the ready ones
+  if (fedbuff) ids.push('fedavg-iid');
+  return { conditions: readyConditions().filter((c) => ids.includes(c.id)), fedbuff };
 }
 
 /** The threads' check: whether they matched the main thread, and how much faster they were. */
@@ -90,110 +111,12 @@ async function checkThreads(settings: Settings, pool: TrainRound): Promise<Threa
   return { identical, speedup };
 }
 
-function printCentral(central: CentralResult, settings: Settings, target: number): void {
-  printTable(
-    `central baseline: the 2NN on all ${digits().train.n} training digits (Adam, batch 32, rate 0.001, ${settings.centralEpochs} epochs, seed ${settings.seed}; best validation epoch kept)`,
-    ['best epoch', 'validation acc', 'test acc', 'target (test - points)', 'seconds'],
-    [
-      [
-        central.bestEpoch,
-        pct(central.validationAccuracy),
-        pct(central.test.accuracy),
-        `${pct(target)} (-${settings.targetPoints})`,
-        central.ms / 1000,
-      ],
-    ],
-  );
-}
-
-function printGrid(results: readonly ConditionResult[]): void {
-  const rows = results.flatMap((r) =>
-    r.trials.map((t) => [
-      r.condition.id,
-      t.rate,
-      r.raceRounds,
-      t.reachedAt ?? '-',
-      pct(t.best),
-      t.diverged ? 'yes' : 'no',
-      t.rate === r.rate ? '<- chosen' : '',
-    ]),
-  );
-  if (rows.length === 0) return;
-  printTable(
-    'learning-rate grid, raced in lockstep: the first rate at the target wins (else the best accuracy at the race cap)',
-    ['condition', 'eta', 'race rounds', 'target at', 'best acc', 'diverged', ''],
-    rows,
-  );
-}
-
-function printResults(results: readonly ConditionResult[], settings: Settings): void {
-  printTable(
-    `rounds to the target (K=${settings.clients} clients, C=${settings.fraction}, seed ${settings.seed}; caps: FedSGD ${settings.fedsgdMaxRounds}, FedAvg ${settings.fedavgMaxRounds})`,
-    [
-      'condition',
-      'eta',
-      'rounds to target',
-      'best acc',
-      'rounds run',
-      `acc at ${settings.budget}`,
-      'seconds',
-    ],
-    results.map((r) => [
-      r.condition.label,
-      r.rate,
-      r.reach.kind === 'reached'
-        ? r.reach.rounds
-        : `not reached${r.divergedAt === undefined ? '' : ` (diverged at ${r.divergedAt})`}`,
-      pct(Math.max(...r.curve.map((p) => p.accuracy))),
-      r.rounds,
-      r.atBudget === undefined ? '-' : pct(r.atBudget),
-      r.ms / 1000,
-    ]),
-  );
-}
-
-function printPending(): void {
-  printTable(
-    'slots: conditions of issue 32 not run yet (bench/fl-learning/conditions.ts)',
-    ['condition', 'figure', 'waits for'],
-    pendingConditions().map((c) => [c.id, c.figure, c.needs]),
-  );
-}
-
-/** Every condition's SVG and one per split; returns the paths. */
-async function writePlots(
-  results: readonly ConditionResult[],
-  settings: Settings,
-  target: number,
-): Promise<string[]> {
-  const plotted = results.map((r) => ({
-    id: r.condition.id,
-    label: r.condition.label,
-    rate: r.rate,
-    curve: r.curve,
-    trials: r.trials,
-  }));
-  const paths = [];
-  for (const p of plotted) paths.push(await plotCondition(settings.out, p, target));
-  for (const [split, name] of [
-    ['iid', 'IID'],
-    ['shards', 'non-IID (2 shards per client)'],
-  ] as const) {
-    const same = plotted.filter((_, i) => results[i]?.condition.split === split);
-    if (same.length > 1) {
-      const title = `2NN, ${settings.clients} clients, C=${settings.fraction}, ${name}`;
-      paths.push(await plotComparison(settings.out, split, title, same, target));
-    }
-  }
-  return paths;
-}
-
 export async function main(): Promise<void> {
   const settings = parseSettings(process.env, {
     workers: Math.min(2, availableParallelism()),
     out: fileURLToPath(new URL('../../../out/fl-learning/', import.meta.url)),
   });
-  const selected = selectConditions(settings);
+  const { conditions: selected, fedbuff } = selectConditions(settings);
   const started = performance.now();
   const data = digits();
   const evaluate = (bytes: Uint8Array) => evaluateOnnx(bytes, data.test);
@@ -222,8 +145,21 @@ export async function main(): Promise<void> {
       progress,
     });
     const list = [...results.values()];
-    printGrid(list);
+    const sync = results.get('fedavg-iid');
+    let async: AsyncComparison | undefined;
+    if (fedbuff && sync !== undefined) {
+      progress(`fedbuff against fedavg-iid's synchronous run at eta=${sync.rate}`);
+      async = await runAsyncComparison(sync, settings, target, {
+        train,
+        evaluate,
+        trainSplit: data.train,
+        progress,
+      });
+    }
+    printGrid(list, settings);
     printResults(list, settings);
+    printPoisoned(results, settings);
+    if (async !== undefined) printAsync(async, settings);
     printPending();
     const { figures, targets, notes } = figuresOf(
       results,
@@ -231,8 +167,15 @@ export async function main(): Promise<void> {
       target,
       settings.budget,
     );
+    if (async !== undefined) {
+      const more = fedbuffFigures(async.summary, async.syncCapTime);
+      Object.assign(figures, more.figures);
+      Object.assign(targets, more.targets);
+      notes.push(more.note);
+      figures['fedbuff_seconds'] = async.ms / 1000;
+    }
     for (const note of notes) process.stdout.write(`${note}\n`);
-    for (const path of await writePlots(list, settings, target)) {
+    for (const path of await writePlots(list, settings, target, async)) {
       process.stdout.write(`plot: ${path}\n`);
     }
     if (threads !== undefined) {

@@ -1,8 +1,10 @@
 /**
  * The fl-learning bench's settings: defaults that fit the bench in minutes on two cores, each
  * overridable by an environment variable. A malformed value is refused with a RangeError naming
- * the variable, never silently replaced by the default.
+ * the variable, never silently replaced by the default. BENCH_FL_QUICK=1 pins every grid to the
+ * rate the full run chose (no races), which an explicit BENCH_FL_ETA_* still overrides.
  */
+import type { Attack } from '../../shared/fl/strategy/poison.js';
 
 interface Settings {
   /** BENCH_FL_SEED: seeds the partition, the initial model, the selection and local training. */
@@ -21,8 +23,22 @@ interface Settings {
   readonly raceRoundsFedsgd: number;
   /** BENCH_FL_RACE_ROUNDS_FEDAVG: the longest a FedAvg learning-rate race runs (0: no race). */
   readonly raceRoundsFedavg: number;
-  /** BENCH_FL_ETA_FEDSGD, BENCH_FL_ETA_FEDAVG: a fixed learning rate instead of the grid. */
-  readonly rates: { readonly fedsgd?: number; readonly fedavg?: number };
+  /**
+   * BENCH_FL_ETA_FEDSGD, BENCH_FL_ETA_FEDAVG: a fixed learning rate instead of the grid, or a
+   * comma-separated grid of rates to race instead of the table's; BENCH_FL_ETA_SERVER: the same
+   * for FedAdam's server eta.
+   */
+  readonly rates: {
+    readonly fedsgd?: readonly number[];
+    readonly fedavg?: readonly number[];
+    readonly server?: readonly number[];
+  };
+  /** BENCH_FL_QUICK=1: the rates pinned to the full run's choices (quickRates). */
+  readonly quick: boolean;
+  /** BENCH_FL_ATTACK: the poisoned trainers' attack, `kind:size` (signflip:4, scale:10, random:1). */
+  readonly attack: Attack | undefined;
+  /** FedBuff's asynchronous run (asynchronous.ts). */
+  readonly fedbuff: FedBuffSettings;
   /** BENCH_FL_EVAL_EVERY: evaluate the global model every this many rounds. */
   readonly evalEvery: number;
   /** BENCH_FL_WORKERS: worker threads training a round's clients (0: the main thread). */
@@ -36,6 +52,25 @@ interface Settings {
   /** BENCH_FL_OUT: the directory the SVG curves are written to. */
   readonly out: string;
 }
+
+/** FedBuff's knobs (BENCH_FL_FEDBUFF_*). */
+interface FedBuffSettings {
+  /** _K: buffered updates per server step. */
+  readonly bufferSize: number;
+  /** _MAX_STALENESS: an update more versions behind is refused. */
+  readonly maxStaleness: number;
+  /** _CONCURRENCY: trainers training at once (default C K, a synchronous round's count). */
+  readonly concurrency: number;
+  /** _MAX_STEPS: server steps at most. */
+  readonly maxSteps: number;
+  /** _SERVER_LR: the server's learning rate on the buffered deltas. */
+  readonly serverLr: number;
+  /** _SLOWEST: the slowest trainer's time per local training over the fastest's (1x-Nx). */
+  readonly slowest: number;
+}
+
+/** The rates the full run of 2026-11-28 chose (docs/benchmarks.md): BENCH_FL_QUICK pins them. */
+const quickRates = { fedsgd: [0.6], fedavg: [0.2], server: [0.01] } as const;
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -77,12 +112,73 @@ function points(env: Env, name: string, fallback: number): number {
   return value;
 }
 
-function fixedRates(env: Env): Settings['rates'] {
-  const fedsgd = rate(env, 'BENCH_FL_ETA_FEDSGD').value;
-  const fedavg = rate(env, 'BENCH_FL_ETA_FEDAVG').value;
+function positiveNumber(env: Env, name: string, fallback: number, min = 0): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!(value > min && Number.isFinite(value))) {
+    throw new RangeError(`${name}=${raw} is not a finite number > ${min}`);
+  }
+  return value;
+}
+
+/** A comma-separated list of rates (each a finite number > 0); undefined when unset. */
+function rateList(env: Env, name: string): number[] | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  return raw.split(',').map((part) => {
+    const value = rate({ [name]: part.trim() }, name).value;
+    if (value === undefined) throw new RangeError(`${name}=${raw} has an empty rate`);
+    return value;
+  });
+}
+
+function fixedRates(env: Env, quick: boolean): Settings['rates'] {
+  const pick = (name: string, family: keyof typeof quickRates) =>
+    rateList(env, name) ?? (quick ? [...quickRates[family]] : undefined);
+  const fedsgd = pick('BENCH_FL_ETA_FEDSGD', 'fedsgd');
+  const fedavg = pick('BENCH_FL_ETA_FEDAVG', 'fedavg');
+  const server = pick('BENCH_FL_ETA_SERVER', 'server');
   return {
     ...(fedsgd === undefined ? {} : { fedsgd }),
     ...(fedavg === undefined ? {} : { fedavg }),
+    ...(server === undefined ? {} : { server }),
+  };
+}
+
+function attackOf(env: Env): Attack | undefined {
+  const raw = env['BENCH_FL_ATTACK'];
+  if (raw === undefined || raw === '') return undefined;
+  const [kind, size] = raw.split(':');
+  const value = Number(size);
+  if (!(Number.isFinite(value) && value >= 0)) {
+    throw new RangeError(`BENCH_FL_ATTACK=${raw}: the size after ':' is not a finite number >= 0`);
+  }
+  if (kind === 'random') return { kind, std: value };
+  if (kind === 'scale' || kind === 'signflip') return { kind, factor: value };
+  throw new RangeError(`BENCH_FL_ATTACK=${raw}: the kind is not scale, signflip or random`);
+}
+
+function flag(env: Env, name: string): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '' || raw === '0') return false;
+  if (raw === '1') return true;
+  throw new RangeError(`${name}=${raw} is not 0 or 1`);
+}
+
+function fedbuffOf(env: Env, clients: number, fraction: number): FedBuffSettings {
+  return {
+    bufferSize: integer(env, 'BENCH_FL_FEDBUFF_K', 5, 1),
+    maxStaleness: integer(env, 'BENCH_FL_FEDBUFF_MAX_STALENESS', 5, 0),
+    concurrency: integer(
+      env,
+      'BENCH_FL_FEDBUFF_CONCURRENCY',
+      Math.max(1, Math.floor(clients * fraction)),
+      1,
+    ),
+    maxSteps: integer(env, 'BENCH_FL_FEDBUFF_MAX_STEPS', 300, 1),
+    serverLr: positiveNumber(env, 'BENCH_FL_FEDBUFF_SERVER_LR', 1),
+    slowest: positiveNumber(env, 'BENCH_FL_FEDBUFF_SLOWEST', 10, 1),
   };
 }
 
@@ -91,16 +187,22 @@ function fixedRates(env: Env): Settings['rates'] {
  * use, the checkout's out/ directory).
  */
 function parseSettings(env: Env, defaults: { workers: number; out: string }): Settings {
+  const quick = flag(env, 'BENCH_FL_QUICK');
+  const clients = integer(env, 'BENCH_FL_CLIENTS', 100, 1);
+  const fraction = share(env, 'BENCH_FL_FRACTION', 0.1);
   return {
     seed: integer(env, 'BENCH_FL_SEED', 1, 0),
-    clients: integer(env, 'BENCH_FL_CLIENTS', 100, 1),
-    fraction: share(env, 'BENCH_FL_FRACTION', 0.1),
+    clients,
+    fraction,
     fedsgdMaxRounds: integer(env, 'BENCH_ROUNDS_MAX', 1000, 1),
     fedavgMaxRounds: integer(env, 'BENCH_FL_FEDAVG_ROUNDS_MAX', 300, 1),
     budget: integer(env, 'BENCH_FL_BUDGET', 50, 1),
     raceRoundsFedsgd: integer(env, 'BENCH_FL_RACE_ROUNDS_FEDSGD', 300, 0),
     raceRoundsFedavg: integer(env, 'BENCH_FL_RACE_ROUNDS_FEDAVG', 100, 0),
-    rates: fixedRates(env),
+    rates: fixedRates(env, quick),
+    quick,
+    attack: attackOf(env),
+    fedbuff: fedbuffOf(env, clients, fraction),
     evalEvery: integer(env, 'BENCH_FL_EVAL_EVERY', 1, 1),
     workers: integer(env, 'BENCH_FL_WORKERS', defaults.workers, 0),
     centralEpochs: integer(env, 'BENCH_FL_CENTRAL_EPOCHS', 10, 1),
@@ -113,5 +215,5 @@ function parseSettings(env: Env, defaults: { workers: number; out: string }): Se
   };
 }
 
-export { parseSettings };
-export type { Settings, Env };
+export { parseSettings, quickRates };
+export type { Settings, FedBuffSettings, Env };

@@ -5,17 +5,22 @@
  * through the functions is compared with) both build conditions here, so they cannot drift apart.
  *
  * Seeds, all `seed`: the partition, the initial model's He initialization, the per-round client
- * selection (seeded by seed and round) and every trainer's local training seed (the job's
- * training.seed, sent unchanged each round as the functions do).
+ * selection (shared/fl/strategy/selection.ts selectClients, fl-aggregator's own, with the job's
+ * selection as reconcile-tick writes it: fraction C, minimum 1 (minFitClients' default), seed =
+ * training.seed), every trainer's local training seed (the job's training.seed, sent unchanged
+ * each round as the functions do) and the poisoned trainers' draw.
  */
+import { selectClients } from '../../shared/fl/strategy/selection.js';
+import type { Attack } from '../../shared/fl/strategy/poison.js';
+import type { Strategy } from '../../shared/fl/strategy/types.js';
 import type { Split } from '../../shared/training/data.js';
 import { twoNN } from '../../shared/training/models.js';
-import { conditions } from './conditions.js';
+import { conditions, defaultAttack } from './conditions.js';
 import type { ReadyCondition } from './conditions.js';
 import { buildClients, digits, initialModel } from './federation.js';
-import { seededSelector } from './select.js';
-import { inProcessTrainer, roundDigests } from './simulate.js';
-import type { Algorithm, Federation } from './simulate.js';
+import { poisoner } from './poisoned.js';
+import { inProcessTrainer, roundDigests, strategyStep } from './simulate.js';
+import type { Algorithm, Federation, SelectClients } from './simulate.js';
 
 /** The paper's 2NN (784-200-200-10, ReLU): the model every condition trains. */
 const model = twoNN;
@@ -27,6 +32,15 @@ interface FederationOptions {
   readonly seed: number;
 }
 
+/**
+ * The round's trainers as fl-aggregator selects them: selectClients over the clients' names with
+ * the job's fraction, minimum 1 and seed.
+ */
+function jobSelector(fraction: number, seed: number): SelectClients {
+  return (clients, round) =>
+    selectClients({ available: clients, fraction, minimum: 1, seed, round });
+}
+
 /** The federation of `condition.split` over the training split `train`. */
 function federationFor(
   train: Split,
@@ -36,16 +50,54 @@ function federationFor(
   return {
     clients: buildClients(train.y, split, options.clients, options.seed),
     initialModel: initialModel(model.layers, model.name, options.seed),
-    select: seededSelector({ fraction: options.fraction, seed: options.seed }),
+    select: jobSelector(options.fraction, options.seed),
   };
 }
 
+/** What a run may set beside the local rate: the server optimizer's eta, the attack. */
+interface AlgorithmOptions {
+  /** The server optimizer's eta, for a strategy that has one (a RangeError otherwise). */
+  readonly serverRate?: number;
+  /** The poisoned trainers' attack (default: conditions.ts's defaultAttack). */
+  readonly attack?: Attack;
+}
+
+/** `strategy` with server eta `eta`; a RangeError for a strategy without a server optimizer. */
+function withServerRate(strategy: Strategy, eta: number): Strategy {
+  if (
+    strategy.kind === 'fedadam' ||
+    strategy.kind === 'fedyogi' ||
+    strategy.kind === 'fedadagrad'
+  ) {
+    return { ...strategy, eta };
+  }
+  throw new RangeError(`${strategy.kind} has no server learning rate`);
+}
+
 /** `condition`'s algorithm at learning rate `rate`, local training seeded `seed`. */
-function algorithmFor(condition: ReadyCondition, rate: number, seed: number): Algorithm {
+function algorithmFor(
+  condition: ReadyCondition,
+  rate: number,
+  seed: number,
+  options: AlgorithmOptions = {},
+): Algorithm {
+  const strategy =
+    options.serverRate === undefined
+      ? condition.strategy
+      : withServerRate(condition.strategy, options.serverRate);
+  const { poisoned } = condition;
   return {
     local: { ...condition.local, learningRate: rate, seed },
-    server: condition.server,
-    ...(condition.corrupt === undefined ? {} : { corrupt: condition.corrupt }),
+    server: strategyStep(strategy),
+    ...(poisoned === undefined
+      ? {}
+      : {
+          corrupt: poisoner(
+            options.attack ?? poisoned.attack ?? defaultAttack,
+            poisoned.count,
+            seed,
+          ),
+        }),
   };
 }
 
@@ -71,7 +123,13 @@ function readyCondition(id: string): ReadyCondition {
 async function conditionDigests(
   id: string,
   rounds: number,
-  options: { learningRate: number; seed: number; clients?: number; fraction?: number },
+  options: {
+    learningRate: number;
+    seed: number;
+    clients?: number;
+    fraction?: number;
+    serverRate?: number;
+  },
 ): Promise<string[]> {
   const condition = readyCondition(id);
   const { train } = digits();
@@ -80,9 +138,14 @@ async function conditionDigests(
     fraction: options.fraction ?? 0.1,
     seed: options.seed,
   });
-  const algorithm = algorithmFor(condition, options.learningRate, options.seed);
+  const algorithm = algorithmFor(
+    condition,
+    options.learningRate,
+    options.seed,
+    options.serverRate === undefined ? {} : { serverRate: options.serverRate },
+  );
   return roundDigests(federation, algorithm, inProcessTrainer(train, model.layers), rounds);
 }
 
-export { model, federationFor, algorithmFor, readyCondition, conditionDigests };
-export type { FederationOptions };
+export { model, jobSelector, federationFor, algorithmFor, readyCondition, conditionDigests };
+export type { FederationOptions, AlgorithmOptions };

@@ -1,9 +1,10 @@
 /**
  * Federated rounds in-process, through the modules the functions run: each selected client trains
  * with shared/fl/local-train's localTrain from the global model's ONNX bytes (as fl-trainer does),
- * the server step (shared/fl/fedavg's fedAvg for FedAvg and FedSGD) averages the round's updates
- * over the base model's initializers, and the next global model is replaceInitializers of the
- * base bytes with the mean (as fl-aggregator does). Clients are named as the functions name their
+ * the server step (shared/fl/strategy's aggregate, the aggregator's own entry: fedAvg for FedAvg
+ * and FedSGD, FedAdam's server optimizer, FedTrimmedAvg, Krum) turns the round's updates into the
+ * next weights, and the next global model is replaceInitializers of the base bytes with them (as
+ * fl-aggregator does). Clients are named as the functions name their
  * trainers, so fedAvg sums in the same order and a round over HTTP gives the same bytes.
  *
  * Deterministic: the same federation, algorithm and seed give bit-identical weights every round,
@@ -11,10 +12,13 @@
  * their updates came back (fedAvg orders them by worker name).
  */
 import { createHash } from 'node:crypto';
-import { fedAvg } from '../../shared/fl/fedavg.js';
+import { ValidationError } from '../../shared/errors/index.js';
 import type { WeightUpdate } from '../../shared/fl/fedavg.js';
 import { localTrain } from '../../shared/fl/local-train.js';
 import type { LocalTrainOptions } from '../../shared/fl/local-train.js';
+import { aggregate } from '../../shared/fl/strategy/aggregate.js';
+import { initialState } from '../../shared/fl/strategy/state.js';
+import type { Strategy, StrategyState } from '../../shared/fl/strategy/types.js';
 import { encodeWeights } from '../../shared/fl/weights.js';
 import type { NamedTensors, Tensor } from '../../shared/fl/weights.js';
 import type { Split } from '../../shared/training/data.js';
@@ -22,7 +26,9 @@ import type { LayerSpec } from '../../shared/training/network.js';
 import { readInitializers, replaceInitializers } from '../../shared/training/onnx-export.js';
 import type { Client } from './federation.js';
 import { subset } from './federation.js';
-import type { SelectClients } from './select.js';
+
+/** Picks the round's clients from `clients` (names); returns them in ascending name order. */
+type SelectClients = (clients: readonly string[], round: number) => string[];
 
 /** One selected client's work in a round. */
 interface TrainTask {
@@ -51,8 +57,15 @@ interface Algorithm {
   readonly local: LocalTrainOptions;
   /** A fresh server step per run (a server optimizer such as FedAdam keeps state across rounds). */
   readonly server: () => ServerStep;
-  /** Slot for poisoned trainers: the honest updates of a round to the ones the server receives. */
-  readonly corrupt?: (updates: WeightUpdate[], round: number) => WeightUpdate[];
+  /**
+   * Poisoned trainers: the honest updates of a round (trained from `base`) to the ones the server
+   * receives.
+   */
+  readonly corrupt?: (
+    updates: readonly WeightUpdate[],
+    base: NamedTensors,
+    round: number,
+  ) => WeightUpdate[];
 }
 
 interface Federation {
@@ -71,10 +84,33 @@ type RoundOutcome =
       readonly weights: Map<string, Tensor>;
       readonly selected: readonly string[];
     }
-  | { readonly kind: 'diverged'; readonly round: number; readonly workers: readonly string[] };
+  | {
+      readonly kind: 'diverged';
+      readonly round: number;
+      /** The trainers whose weights were not finite (none when the server's step was not). */
+      readonly workers: readonly string[];
+    };
 
-/** FedAvg's (and FedSGD's) server step: shared/fl/fedavg, the aggregator's own. */
-const fedAvgStep = (): ServerStep => (base, updates) => fedAvg(base, updates);
+/**
+ * `strategy`'s server step as fl-aggregator runs it: shared/fl/strategy's aggregate, the
+ * strategy's state (a server optimizer's moments) carried from round to round. Each call of the
+ * factory starts from the initial state.
+ */
+const strategyStep = (strategy: Strategy) => (): ServerStep => {
+  let state: StrategyState = initialState;
+  return (base, updates, round) => {
+    const next = aggregate(strategy, base, updates, state, round);
+    state = next.state;
+    return next.weights;
+  };
+};
+
+/** FedAvg's (and FedSGD's) server step: aggregate with `fedavg`, i.e. shared/fl/fedavg's fedAvg. */
+const fedAvgStep = strategyStep({ kind: 'fedavg' });
+
+/** Whether `error` is a strategy refusing a step whose result is not finite in float32. */
+const nonFiniteResult = (error: unknown) =>
+  error instanceof ValidationError && / of the aggregate: value .* not finite$/.test(error.message);
 
 function finite(update: WeightUpdate): boolean {
   for (const { values } of update.weights.values()) {
@@ -111,8 +147,14 @@ async function* federatedRounds(
       yield { kind: 'diverged', round, workers: bad };
       return;
     }
-    const received = algorithm.corrupt?.(honest, round) ?? honest;
-    base = server(base, received, round);
+    const received = algorithm.corrupt?.(honest, base, round) ?? honest;
+    try {
+      base = server(base, received, round);
+    } catch (error) {
+      if (!nonFiniteResult(error)) throw error;
+      yield { kind: 'diverged', round, workers: [] };
+      return;
+    }
     model = replaceInitializers(model, base);
     yield { kind: 'model', round, model, weights: base, selected };
   }
@@ -157,5 +199,13 @@ async function roundDigests(
   return digests;
 }
 
-export { federatedRounds, fedAvgStep, inProcessTrainer, roundDigests, weightsDigest };
-export type { Algorithm, Federation, RoundOutcome, ServerStep, TrainRound, TrainTask };
+export { federatedRounds, fedAvgStep, strategyStep, inProcessTrainer, roundDigests, weightsDigest };
+export type {
+  Algorithm,
+  Federation,
+  RoundOutcome,
+  SelectClients,
+  ServerStep,
+  TrainRound,
+  TrainTask,
+};

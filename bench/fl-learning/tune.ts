@@ -7,7 +7,7 @@
  * seen wins. A diverged rate drops out. The winner's run is returned to be continued to the
  * condition's end (the rounds are deterministic: that is the run a fresh start at that rate gives).
  */
-import { bestAccuracy, roundsToTarget } from './curves.js';
+import { accuracyAt, bestAccuracy, roundsToTarget } from './curves.js';
 import type { CurvePoint } from './curves.js';
 import type { ConditionRun, StopRule } from './run.js';
 
@@ -95,5 +95,43 @@ async function tuneRate(
   return { rate: rates[chosen] ?? first, run, trials, raceRounds: round, discardedMs };
 }
 
-export { chooseTrial, compareTrials, tuneRate };
+/**
+ * Races `rates` over exactly `budget` rounds each (one after the other, as none stops early) and
+ * returns the run with the highest accuracy at the budget (a diverged run ranks last; ties keep
+ * the grid's order): the choice for a condition compared at the round budget rather than by
+ * rounds to the target. One rate is no race.
+ */
+async function tuneAtBudget(
+  rates: readonly number[],
+  start: (rate: number) => Promise<ConditionRun>,
+  stop: Omit<StopRule, 'maxRounds' | 'minRounds'>,
+  budget: number,
+): Promise<Tuned> {
+  const first = rates[0];
+  if (first === undefined) throw new RangeError('an empty learning-rate grid');
+  if (rates.length === 1) {
+    return { rate: first, run: await start(first), trials: [], raceRounds: 0, discardedMs: 0 };
+  }
+  const runs: ConditionRun[] = [];
+  const scores: number[] = [];
+  for (const rate of rates) {
+    const run = await start(rate);
+    await run.advance({ ...stop, maxRounds: budget, minRounds: budget });
+    runs.push(run);
+    scores.push(run.divergedAt === undefined ? (accuracyAt(run.curve, budget) ?? -1) : -2);
+  }
+  let chosen = 0;
+  scores.forEach((score, i) => {
+    if (score > (scores[chosen] ?? -Infinity)) chosen = i;
+  });
+  const trials = runs.map((run, i) => trialOf(rates[i] ?? first, run, stop.target));
+  const run = runs[chosen];
+  if (run === undefined) throw new Error(`trial ${chosen} of ${runs.length} chosen`);
+  const others = runs.filter((r) => r !== run);
+  await Promise.all(others.map((r) => r.close()));
+  const discardedMs = others.reduce((sum, r) => sum + r.ms, 0);
+  return { rate: rates[chosen] ?? first, run, trials, raceRounds: budget, discardedMs };
+}
+
+export { chooseTrial, compareTrials, tuneRate, tuneAtBudget };
 export type { Trial, Tuned };

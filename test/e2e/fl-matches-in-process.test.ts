@@ -202,13 +202,7 @@ describe('a federated job over HTTP against the same modules in process', () => 
           weights: decodeWeights(trained.encoded, { maxBytes: 1 << 26, maxTensors: base.size }),
         });
       }
-      const result = aggregate(
-        strategy,
-        readInitializers(current),
-        updates,
-        state,
-        round,
-      );
+      const result = aggregate(strategy, readInitializers(current), updates, state, round);
       state = result.state;
       current = replaceInitializers(current, result.weights);
       digests.push(sha256(current));

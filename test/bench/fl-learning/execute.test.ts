@@ -24,15 +24,15 @@ describe('ratesOf', () => {
 
   it('takes a rate fixed for the family over everything else', () => {
     const prox = readyCondition('fedprox-mu0.1-noniid');
-    expect(ratesOf(prox, new Map([['fedavg-noniid', 0.07]]), { fedavg: 0.3 })).toEqual([0.3]);
-    expect(ratesOf(readyCondition('fedsgd-iid'), new Map(), { fedavg: 0.3 })).toEqual(
+    expect(ratesOf(prox, new Map([['fedavg-noniid', 0.07]]), { fedavg: [0.3] })).toEqual([0.3]);
+    expect(ratesOf(readyCondition('fedsgd-iid'), new Map(), { fedavg: [0.3] })).toEqual(
       rateGrids.fedsgd,
     );
   });
 });
 
 describe('finalStop', () => {
-  it('caps each family and runs the budget comparison at least to the budget', () => {
+  it('caps each family and runs the budget comparisons baselines at least to the budget', () => {
     const target = 0.94;
     expect(finalStop(readyCondition('fedsgd-iid'), settings, target)).toMatchObject({
       maxRounds: 900,
@@ -41,7 +41,7 @@ describe('finalStop', () => {
     });
     expect(finalStop(readyCondition('fedavg-iid'), settings, target)).toMatchObject({
       maxRounds: 200,
-      minRounds: 0,
+      minRounds: 40,
     });
     expect(finalStop(readyCondition('fedavg-noniid'), settings, target)).toMatchObject({
       maxRounds: 200,

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { readyCondition } from '../../../bench/fl-learning/setup.js';
 import type { ConditionResult } from '../../../bench/fl-learning/execute.js';
 import type { Reach } from '../../../bench/fl-learning/curves.js';
-import { figuresOf } from '../../../bench/fl-learning/figures.js';
+import { fedbuffFigures, figuresOf } from '../../../bench/fl-learning/figures.js';
 
 function result(id: string, reach: Reach, atBudget?: number): [string, ConditionResult] {
   return [
@@ -15,6 +15,7 @@ function result(id: string, reach: Reach, atBudget?: number): [string, Condition
     {
       condition: readyCondition(id),
       rate: 0.1,
+      serverRate: undefined,
       trials: [],
       raceRounds: 0,
       curve: [],
@@ -56,6 +57,33 @@ describe('figuresOf', () => {
     expect(notes.join('\n')).toMatch(/fedavg_round_speedup_noniid = 4.00: lower bound/);
   });
 
+  it('gives the best robust aggregator against clean FedAvg, in points, against -2', () => {
+    const results = new Map([
+      result('fedavg-iid', { kind: 'reached', rounds: 25 }, 0.95),
+      result('fedavg-poisoned', { kind: 'not-reached', rounds: 50, best: 0.3 }, 0.1),
+      result('trimmed-poisoned', { kind: 'not-reached', rounds: 50, best: 0.9 }, 0.9),
+      result('krum-poisoned', { kind: 'not-reached', rounds: 50, best: 0.92 }, 0.92),
+    ]);
+    const { figures, targets, notes } = figuresOf(results, 0.96, 0.94, 50);
+    expect(figures['fl_poisoned_robust_minus_clean']).toBeCloseTo(-3, 9);
+    expect(figures['accuracy_at_budget_fedavg_poisoned']).toBe(0.1);
+    expect(targets['fl_poisoned_robust_minus_clean']).toMatchObject({ op: '>=', target: -2 });
+    expect(notes.join('\n')).toMatch(/krum-poisoned against unpoisoned fedavg-iid/);
+  });
+
+  it("gives FedBuff's time speed-up, a lower bound when only FedBuff reached the target", () => {
+    const summary = { steps: 40, refused: 1, received: 205, meanStaleness: 1.5 };
+    const both = fedbuffFigures({ ...summary, syncTime: 300, asyncTime: 100 }, 900);
+    expect(both.figures['fedbuff_time_speedup']).toBe(3);
+    expect(both.targets['fedbuff_time_speedup']).toEqual({ value: 3, op: '>=', target: 2 });
+    const bound = fedbuffFigures({ ...summary, syncTime: undefined, asyncTime: 100 }, 900);
+    expect(bound.figures['fedbuff_time_speedup']).toBe(9);
+    expect(bound.note).toMatch(/lower bound/);
+    const missed = fedbuffFigures({ ...summary, syncTime: 300, asyncTime: undefined }, 900);
+    expect(missed.figures['fedbuff_time_speedup']).toBe(0);
+    expect(missed.note).toMatch(/FedBuff did not reach/);
+  });
+
   it('leaves out the figures of conditions that did not run', () => {
     const { figures, targets } = figuresOf(
       new Map([result('fedsgd-iid', { kind: 'reached', rounds: 30 })]),
@@ -65,6 +93,7 @@ describe('figuresOf', () => {
     );
     expect(figures).not.toHaveProperty('fedavg_round_speedup_iid');
     expect(figures).not.toHaveProperty('fl_noniid_best_minus_fedavg');
+    expect(figures).not.toHaveProperty('fl_poisoned_robust_minus_clean');
     expect(targets).toEqual({});
   });
 });

@@ -3,7 +3,7 @@
  * the variable's name rather than replaced by the default.
  */
 import { describe, expect, it } from 'vitest';
-import { parseSettings } from '../../../bench/fl-learning/settings.js';
+import { parseSettings, quickRates } from '../../../bench/fl-learning/settings.js';
 
 const defaults = { workers: 2, out: '/tmp/out' };
 
@@ -41,6 +41,34 @@ describe('parseSettings', () => {
     expect(s.only).toEqual(['fedsgd-iid', 'fedavg-iid']);
   });
 
+  it('reads rate grids, the quick mode, the attack and FedBuff knobs', () => {
+    const s = parseSettings(
+      {
+        BENCH_FL_ETA_FEDAVG: '0.1, 0.14,0.2',
+        BENCH_FL_ATTACK: 'random:0.5',
+        BENCH_FL_FEDBUFF_K: '10',
+        BENCH_FL_FEDBUFF_MAX_STALENESS: '3',
+      },
+      defaults,
+    );
+    expect(s.rates).toEqual({ fedavg: [0.1, 0.14, 0.2] });
+    expect(s.attack).toEqual({ kind: 'random', std: 0.5 });
+    expect(s.fedbuff).toMatchObject({
+      bufferSize: 10,
+      maxStaleness: 3,
+      concurrency: 10,
+      slowest: 10,
+    });
+    const quick = parseSettings({ BENCH_FL_QUICK: '1', BENCH_FL_ETA_FEDSGD: '0.3' }, defaults);
+    expect(quick.quick).toBe(true);
+    expect(quick.rates).toEqual({
+      fedsgd: [0.3],
+      fedavg: [...quickRates.fedavg],
+      server: [...quickRates.server],
+    });
+    expect(parseSettings({}, defaults).rates).toEqual({});
+  });
+
   it('refuses a malformed value, naming the variable', () => {
     expect(() => parseSettings({ BENCH_ROUNDS_MAX: '1e9.5' }, defaults)).toThrow(
       /BENCH_ROUNDS_MAX=1e9.5 is not an integer >= 1/,
@@ -53,5 +81,12 @@ describe('parseSettings', () => {
     expect(() => parseSettings({ BENCH_FL_TARGET_POINTS: '-1' }, defaults)).toThrow(
       /BENCH_FL_TARGET_POINTS/,
     );
+    expect(() => parseSettings({ BENCH_FL_ETA_FEDAVG: '0.1,,0.2' }, defaults)).toThrow(
+      /BENCH_FL_ETA_FEDAVG/,
+    );
+    expect(() => parseSettings({ BENCH_FL_ATTACK: 'flip:2' }, defaults)).toThrow(
+      /BENCH_FL_ATTACK=flip:2: the kind/,
+    );
+    expect(() => parseSettings({ BENCH_FL_QUICK: 'yes' }, defaults)).toThrow(/BENCH_FL_QUICK/);
   });
 });

@@ -7,16 +7,20 @@
 import { describe, expect, it } from 'vitest';
 import { buildClients, initialModel, subset } from '../../../bench/fl-learning/federation.js';
 import { startRun } from '../../../bench/fl-learning/run.js';
-import { seededSelector } from '../../../bench/fl-learning/select.js';
+import { jobSelector } from '../../../bench/fl-learning/setup.js';
 import {
   fedAvgStep,
   federatedRounds,
   inProcessTrainer,
   roundDigests,
+  strategyStep,
   weightsDigest,
 } from '../../../bench/fl-learning/simulate.js';
 import type { Algorithm, Federation, TrainRound } from '../../../bench/fl-learning/simulate.js';
 import { fedAvg } from '../../../shared/fl/fedavg.js';
+import { aggregate } from '../../../shared/fl/strategy/aggregate.js';
+import { initialState } from '../../../shared/fl/strategy/state.js';
+import { fedOptDefaults } from '../../../shared/messages/federated.js';
 import { evaluate, localTrain } from '../../../shared/fl/local-train.js';
 import { seededRandom } from '../../../shared/random/index.js';
 import type { Split } from '../../../shared/training/data.js';
@@ -39,7 +43,7 @@ function federation(seed = 1): Federation {
   return {
     clients: buildClients(data.y, 'iid', 6, seed),
     initialModel: initialModel(layers, 'tiny', seed),
-    select: seededSelector({ fraction: 0.5, seed }),
+    select: jobSelector(0.5, seed),
   };
 }
 
@@ -131,6 +135,56 @@ describe('federatedRounds', () => {
     expect(outcomes).toHaveLength(1);
     expect(outcomes[0]).toMatchObject({ kind: 'diverged', round: 1 });
     expect(await roundDigests(federation(), algorithm, broken, 3)).toEqual([]);
+  });
+});
+
+describe('strategyStep', () => {
+  it('steps as the aggregator does, carrying a server optimizer state from round to round', async () => {
+    const fedAdam = { ...fedOptDefaults.fedadam, eta: 0.01 };
+    const rounds = federatedRounds(
+      federation(),
+      { ...algorithm, server: strategyStep(fedAdam) },
+      train,
+    );
+    const got = [];
+    for (let r = 0; r < 2; r += 1) {
+      const next = (await rounds.next()).value;
+      if (next === undefined || next.kind !== 'model')
+        throw new Error(`round ${r + 1} gave no model`);
+      got.push(next);
+    }
+    await rounds.return(undefined);
+    const fed = federation();
+    let base = readInitializers(fed.initialModel);
+    let model = fed.initialModel;
+    let state = initialState;
+    for (const [r, outcome] of got.entries()) {
+      const updates = outcome.selected.map((worker) => {
+        const client = fed.clients.find((c) => c.name === worker);
+        const u = localTrain(model, layers, subset(data, client?.indices ?? []), algorithm.local);
+        return { worker, samples: u.samples, weights: u.weights };
+      });
+      const step = aggregate(fedAdam, base, updates, state, r + 1);
+      state = step.state;
+      base = step.weights;
+      model = replaceInitializers(model, base);
+      expect(weightsDigest(outcome.weights)).toBe(weightsDigest(base));
+    }
+    expect(state.kind).toBe('moments');
+  });
+
+  it('gives FedAvg the bytes of shared/fl/fedavg', () => {
+    const fed = federation();
+    const base = readInitializers(fed.initialModel);
+    const updates = ['client-0', 'client-1'].map((worker, i) => ({
+      worker,
+      samples: 10 + i,
+      weights: localTrain(fed.initialModel, layers, subset(data, [i, i + 6]), algorithm.local)
+        .weights,
+    }));
+    expect(weightsDigest(fedAvgStep()(base, updates, 1))).toBe(
+      weightsDigest(fedAvg(base, updates)),
+    );
   });
 });
 

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { CurvePoint } from '../../../bench/fl-learning/curves.js';
 import type { ConditionRun, StopRule } from '../../../bench/fl-learning/run.js';
-import { chooseTrial, tuneRate } from '../../../bench/fl-learning/tune.js';
+import { chooseTrial, tuneAtBudget, tuneRate } from '../../../bench/fl-learning/tune.js';
 
 const trial = (rate: number, reachedAt: number | undefined, best: number, diverged = false) => ({
   rate,
@@ -99,5 +99,38 @@ describe('tuneRate', () => {
     expect(made.log).toEqual([]);
     const none = await tuneRate([0.3, 0.6], () => Promise.resolve(fakeRun(() => 0).run), stop, 0);
     expect(none.rate).toBe(0.3);
+  });
+});
+
+describe('tuneAtBudget', () => {
+  const stop = { target: 2, evalEvery: 1 };
+
+  it('runs every rate to the budget and keeps the best accuracy there, not the best seen', async () => {
+    const made = new Map<number, ReturnType<typeof fakeRun>>();
+    // 0.3 peaks early and falls; 0.1 climbs slowly; 0.2 ends highest at round 10.
+    const shapes: Record<number, (r: number) => number> = {
+      0.1: (r) => r / 20,
+      0.2: (r) => r / 16,
+      0.3: (r) => (r < 3 ? 0.9 : 0.4),
+    };
+    const start = (rate: number) => {
+      const m = fakeRun(shapes[rate] ?? (() => 0));
+      made.set(rate, m);
+      return Promise.resolve(m.run);
+    };
+    const tuned = await tuneAtBudget([0.1, 0.2, 0.3], start, stop, 10);
+    expect(tuned).toMatchObject({ rate: 0.2, raceRounds: 10 });
+    expect(tuned.run).toBe(made.get(0.2)?.run);
+    expect([...made.values()].map((m) => m.run.rounds)).toEqual([10, 10, 10]);
+    expect(made.get(0.3)?.log.at(-1)).toBe('closed');
+    expect(made.get(0.2)?.log).not.toContain('closed');
+    expect(tuned.trials.map((t) => t.best)).toEqual([0.5, 0.625, 0.9]);
+  });
+
+  it('runs nothing for a single rate', async () => {
+    const made = fakeRun(() => 0.5);
+    const tuned = await tuneAtBudget([0.01], () => Promise.resolve(made.run), stop, 10);
+    expect(tuned).toMatchObject({ rate: 0.01, trials: [], raceRounds: 0 });
+    expect(made.log).toEqual([]);
   });
 });
