@@ -11,7 +11,6 @@ import type { ChildProcess } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import { once } from 'node:events';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
@@ -31,30 +30,15 @@ import {
   readInitializers,
   replaceInitializers,
 } from '../../shared/training/onnx-export.js';
+import { freePort } from '../../local/index.js';
 import { testRedis } from '../support/redis.js';
 import type { TestRedis } from '../support/redis.js';
+import { until } from '../support/wait.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const exec = promisify(execFile);
 const trainers = ['edge0', 'edge1', 'edge2'];
 const uid = randomUUID();
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0);
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
-  for (let i = 0; i < 3000; i += 1) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-  throw new Error(`never: ${what}`);
-}
 
 /** Each trainer's update: the base weights moved by a seeded amount. */
 function updateOf(base: Map<string, Tensor>, seed: number): Map<string, Tensor> {

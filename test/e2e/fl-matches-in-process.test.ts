@@ -10,9 +10,7 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { once } from 'node:events';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { promisify } from 'node:util';
@@ -38,8 +36,10 @@ import {
   readInitializers,
   replaceInitializers,
 } from '../../shared/training/onnx-export.js';
+import { freePort } from '../../local/index.js';
 import { testRedis } from '../support/redis.js';
 import type { TestRedis } from '../support/redis.js';
+import { until } from '../support/wait.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const exec = promisify(execFile);
@@ -47,23 +47,6 @@ const names = ['edge0', 'edge1', 'edge2', 'edge3', 'edge4'];
 const rounds = 3;
 const strategy = fedOptDefaults.fedadam;
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
-
-async function freePort(): Promise<number> {
-  const server = createServer().listen(0);
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  server.close();
-  return port;
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
-  for (let i = 0; i < 6000; i += 1) {
-    const value = await probe().catch(() => undefined);
-    if (value !== undefined) return value;
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  throw new Error(`never: ${what}`);
-}
 
 describe('a federated job over HTTP against the same modules in process', () => {
   const dir = join(root, `.test-build-${randomUUID()}`);
@@ -160,11 +143,15 @@ describe('a federated job over HTTP against the same modules in process', () => 
     });
     const store = createRoundStore(redis.client, `${config.job}/${uid}`);
     const seen = new Map<number, string>();
-    await until('the job done', async () => {
-      const state = await store.state();
-      if (state !== undefined) seen.set(state.version, state.sha);
-      return state?.status === 'done' ? true : undefined;
-    });
+    await until(
+      'the job done',
+      async () => {
+        const state = await store.state();
+        if (state !== undefined) seen.set(state.version, state.sha);
+        return state?.status === 'done' ? true : undefined;
+      },
+      { timeoutMs: 120_000, intervalMs: 20 },
+    );
     const history = (await store.history()).map(
       (h) => JSON.parse(h) as { round: number; version: number; participants: number },
     );
