@@ -19,19 +19,8 @@ import { inProcessTrainer } from '../../../bench/fl-learning/simulate.js';
 import { fedAvg } from '../../../shared/fl/fedavg.js';
 import { localTrain } from '../../../shared/fl/local-train.js';
 import { selectClients } from '../../../shared/fl/strategy/selection.js';
-import { seededRandom } from '../../../shared/random/index.js';
-import type { Split } from '../../../shared/training/data.js';
-import type { LayerSpec } from '../../../shared/training/network.js';
+import { layers, syntheticSplit } from './synthetic.js';
 import { readInitializers } from '../../../shared/training/onnx-export.js';
-
-const layers: LayerSpec[] = [{ type: 'flatten' }, { type: 'dense', units: 10 }];
-
-function syntheticSplit(n = 60): Split {
-  const uniform = seededRandom(5);
-  const x = Float32Array.from({ length: n * 784 }, () => (uniform() < 0.8 ? 0 : uniform()));
-  const y = Uint8Array.from({ length: n }, (_, i) => i % 10);
-  return { x, y, n };
-}
 
 const data = syntheticSplit();
 const clients = buildClients(data.y, 'iid', 6, 1);

@@ -22,20 +22,8 @@ import { aggregate } from '../../../shared/fl/strategy/aggregate.js';
 import { initialState } from '../../../shared/fl/strategy/state.js';
 import { fedOptDefaults } from '../../../shared/messages/federated.js';
 import { evaluate, localTrain } from '../../../shared/fl/local-train.js';
-import { seededRandom } from '../../../shared/random/index.js';
-import type { Split } from '../../../shared/training/data.js';
-import type { LayerSpec } from '../../../shared/training/network.js';
+import { layers, syntheticSplit } from './synthetic.js';
 import { readInitializers, replaceInitializers } from '../../../shared/training/onnx-export.js';
-
-const layers: LayerSpec[] = [{ type: 'flatten' }, { type: 'dense', units: 10 }];
-
-/** 60 random sparse "digits", labels 0-9 in turn. */
-function syntheticSplit(n = 60): Split {
-  const uniform = seededRandom(5);
-  const x = Float32Array.from({ length: n * 784 }, () => (uniform() < 0.8 ? 0 : uniform()));
-  const y = Uint8Array.from({ length: n }, (_, i) => i % 10);
-  return { x, y, n };
-}
 
 const data = syntheticSplit();
 
