@@ -8,12 +8,11 @@ import type { LayerSpec } from '../../shared/training/network.js';
 import { loadMnist } from '../../shared/training/data.js';
 import { asDatasetFile } from './federation.js';
 import { inProcessTrainer } from './simulate.js';
-import type { TrainTask } from './simulate.js';
+import type { TrainJob } from './pool.js';
 
 interface JobMessage {
   readonly id: number;
-  readonly model: Uint8Array;
-  readonly task: TrainTask;
+  readonly job: TrainJob;
 }
 
 const port = parentPort;
@@ -23,8 +22,8 @@ const { layers } = workerData as { layers: LayerSpec[] };
 const train = inProcessTrainer(asDatasetFile(loadMnist().train), layers);
 
 port.on('message', (message: JobMessage) => {
-  train(message.model, [message.task]).then(
-    ([update]) => port.postMessage({ id: message.id, update }),
+  train(message.job.model, [message.job.task]).then(
+    ([result]) => port.postMessage({ id: message.id, result }),
     (error: unknown) =>
       port.postMessage({
         id: message.id,
