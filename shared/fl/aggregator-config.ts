@@ -45,6 +45,11 @@ const schema = z.object({
     .default(256 * 1024 * 1024),
   /** Directory file:// models must live in (default: ./models, as the inference workers'). */
   MODEL_ROOT: z.string().optional(),
+  /**
+   * The niceness (0-19) of the thread that measures each new model: the rounds' messaging (the
+   * model pushed to the trainers, the updates taken in) goes first.
+   */
+  FL_EVALUATION_NICE: z.coerce.number().int().min(0).max(19).default(10),
 });
 
 interface AggregatorConfig {
@@ -58,6 +63,7 @@ interface AggregatorConfig {
   inlineModelBytes: number;
   eventsUrl: string | undefined;
   modelRoot: string;
+  evaluationNice: number;
 }
 
 function parseJob(text: string): FlJobConfig {
@@ -93,6 +99,7 @@ function loadAggregatorConfig(env: Env = process.env): AggregatorConfig {
     inlineModelBytes: raw.FL_INLINE_MODEL_BYTES,
     eventsUrl: raw.FL_EVENTS_URL,
     modelRoot: raw.MODEL_ROOT ?? join(process.cwd(), 'models'),
+    evaluationNice: raw.FL_EVALUATION_NICE,
   };
 }
 

@@ -18,7 +18,7 @@ import { createAggregator } from './aggregator.js';
 import type { Aggregator, AggregatorDeps } from './aggregator.js';
 import type { AggregatorConfig } from './aggregator-config.js';
 import { readDataset } from './dataset-source.js';
-import { onnxEvaluator } from './evaluation.js';
+import { localEvaluation } from './evaluation-thread.js';
 import { createRoundStore } from './round-store.js';
 
 interface AggregatorRuntime {
@@ -137,7 +137,11 @@ async function createAggregatorRuntime(options: {
   const evaluation =
     job.evaluation === undefined
       ? undefined
-      : await readDataset({ ...job.evaluation, maxBytes: settings.maxDatasetBytes });
+      : localEvaluation({
+          split: await readDataset({ ...job.evaluation, maxBytes: settings.maxDatasetBytes }),
+          nice: settings.evaluationNice,
+          log,
+        });
   const aggregator = createAggregator({
     config: job,
     store: createRoundStore(redis, `${job.job}/${job.uid}`),
@@ -150,7 +154,7 @@ async function createAggregatorRuntime(options: {
         maxBytes: settings.maxModelBytes,
         timeoutMs: 60_000,
       }),
-    ...(evaluation === undefined ? {} : { evaluate: onnxEvaluator(evaluation) }),
+    ...(evaluation === undefined ? {} : { evaluate: evaluation.evaluate }),
     ...messengers(settings, nodeHttpPost(http)),
     now: Date.now,
     schedule: timers.schedule,
@@ -181,6 +185,7 @@ async function createAggregatorRuntime(options: {
       aggregator.close();
       timers.clear();
       http.close();
+      void evaluation?.close();
     },
   };
 }

@@ -273,11 +273,9 @@ async function start(run: Run): Promise<void> {
       throw new ValidationError('the initial model was not written by the project (no layers)');
     await store.saveModel(0, bytes);
     await warmUp(run, bytes);
+    await evaluateInitial(run, bytes);
     const { created } = await store.open({ ...nextRound(run, 1), sha: sha256(bytes) });
-    if (created) {
-      log.info({ job: config.job }, 'round 1 opened');
-      evaluateInitial(run, bytes);
-    }
+    if (created) log.info({ job: config.job }, 'round 1 opened');
   } else if (state.status === 'open' || state.status === 'aggregating') {
     await warmUp(run, (await baseModel(run, state.base)).bytes);
   }
@@ -305,13 +303,13 @@ async function warmUp(run: Run, model: Uint8Array): Promise<void> {
 }
 
 /**
- * The initial model measured as Flower measures its initial parameters, but while round 1
- * trains rather than before it: logged, and the evaluator's first (slowest) run is not on a
- * round's path.
+ * The initial model measured before round 1 opens, as Flower measures its initial parameters
+ * (its round 0): logged. The evaluator's first run (the runtime loaded, the evaluation set
+ * parsed) is then not on a round's path, where it would hold up the round's fan-out.
  */
-function evaluateInitial(run: Run, model: Uint8Array): void {
+async function evaluateInitial(run: Run, model: Uint8Array): Promise<void> {
   const { evaluate, log } = run.deps;
-  evaluate?.(model).then(
+  await evaluate?.(model).then(
     (evaluation) => log.info({ ...evaluation }, 'the initial model evaluated'),
     (err: unknown) => log.warn({ err }, 'the initial model could not be evaluated'),
   );

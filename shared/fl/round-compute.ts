@@ -17,6 +17,7 @@ import type { DatasetReader, DatasetSource } from './dataset-source.js';
 import { trainNetwork } from './local-train.js';
 import { networkFrom } from './network-weights.js';
 import { encodeWeights } from './weights.js';
+import type { NamedTensors } from './weights.js';
 
 /** The exit codes a failed round is reported with. */
 const exitCodes = Object.freeze({
@@ -66,11 +67,23 @@ interface LocalTraining {
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
-/** A model written by exportOnnx as a Network holding its weights (RoundFailure 3 otherwise). */
-function rebuild(model: Uint8Array): Network {
+/** A round's global model decoded: the layers exportOnnx wrote and its named weights. */
+interface DecodedModel {
+  readonly layers: readonly LayerSpec[];
+  readonly weights: NamedTensors;
+}
+
+/**
+ * The layers and weights of a model written by exportOnnx (RoundFailure 3 otherwise). Decoded
+ * where the round arrives, at the trainer's own priority: the training thread, niceness
+ * lowered, only trains.
+ */
+function decodeModel(model: Uint8Array): DecodedModel {
   let layers: LayerSpec[] | undefined;
+  let weights: NamedTensors;
   try {
     layers = onnxLayers(model);
+    weights = readInitializers(model);
   } catch (err) {
     throw new RoundFailure(exitCodes.model, `the model is not ONNX: ${messageOf(err)}`);
   }
@@ -80,8 +93,13 @@ function rebuild(model: Uint8Array): Network {
       'the model carries no layers (the `layers` metadata exportOnnx writes): the trainer cannot rebuild it',
     );
   }
+  return { layers, weights };
+}
+
+/** The decoded model as a Network holding its weights (RoundFailure 3 when they do not fit). */
+function rebuild(model: DecodedModel): Network {
   try {
-    return networkFrom(readInitializers(model), layers);
+    return networkFrom(model.weights, model.layers);
   } catch (err) {
     throw new RoundFailure(exitCodes.model, `the model cannot be rebuilt: ${messageOf(err)}`);
   }
@@ -114,9 +132,9 @@ function train(network: Network, data: Split, training: TrainingParameters): Tra
   }
 }
 
-/** One round's computation, start to end. */
+/** One round's computation, from the decoded model to the encoded weights. */
 async function computeRound(
-  model: Uint8Array,
+  model: DecodedModel,
   training: TrainingParameters,
   data: { read: DatasetReader; source: DatasetSource },
 ): Promise<Trained> {
@@ -130,7 +148,7 @@ function inThreadTraining(data: { read: DatasetReader; source: DatasetSource }):
   return {
     async run(model, training, signal) {
       signal.throwIfAborted();
-      return computeRound(model, training, data);
+      return computeRound(decodeModel(model), training, data);
     },
     prefetch() {
       data.read(data.source).catch(() => undefined);
@@ -139,5 +157,5 @@ function inThreadTraining(data: { read: DatasetReader; source: DatasetSource }):
   };
 }
 
-export { RoundFailure, computeRound, exitCodes, inThreadTraining };
-export type { LocalTraining, Trained };
+export { RoundFailure, computeRound, decodeModel, exitCodes, inThreadTraining };
+export type { DecodedModel, LocalTraining, Trained };

@@ -19,7 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeDatasetCsv } from '../../shared/fl/dataset-file.js';
 import { readDataset } from '../../shared/fl/dataset-source.js';
 import { partition } from '../../shared/fl/partition.js';
-import { computeRound } from '../../shared/fl/round-compute.js';
+import { computeRound, decodeModel } from '../../shared/fl/round-compute.js';
 import { createRoundStore } from '../../shared/fl/round-store.js';
 import { aggregate } from '../../shared/fl/strategy/aggregate.js';
 import { selectClients } from '../../shared/fl/strategy/selection.js';
@@ -181,7 +181,10 @@ describe('a federated job over HTTP against the same modules in process', () => 
           format: 'csv',
           maxBytes: 1 << 26,
         };
-        const trained = await computeRound(current, config.training, { read: readDataset, source });
+        const trained = await computeRound(decodeModel(current), config.training, {
+          read: readDataset,
+          source,
+        });
         const base = readInitializers(current);
         updates.push({
           worker: name,

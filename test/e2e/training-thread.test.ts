@@ -3,7 +3,9 @@
  * runs them (under the test runner the module is TypeScript, which a bare thread cannot load):
  * the same weights as the computation on the caller's thread; the thread at the niceness asked
  * while the process's own thread keeps its; the caller's event loop free while a round trains;
- * a superseded round stops its thread, and the next round starts another.
+ * a superseded round stops its thread, and the next round starts another. The aggregator's
+ * evaluation thread (shared/fl/evaluation-thread.ts) likewise: the same figures as on the
+ * caller's thread, at its niceness, a model it cannot run refused without losing the thread.
  */
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -16,6 +18,8 @@ import { writeDatasetCsv } from '../../shared/fl/dataset-file.js';
 import { readDataset } from '../../shared/fl/dataset-source.js';
 import { inThreadTraining } from '../../shared/fl/round-compute.js';
 import type { LocalTraining } from '../../shared/fl/round-compute.js';
+import { evaluateOnnx } from '../../shared/fl/evaluation.js';
+import type { evaluationThread as EvaluationThread } from '../../shared/fl/evaluation-thread.js';
 import type { threadTraining as ThreadTraining } from '../../shared/fl/training-thread.js';
 import { seededRandom } from '../../shared/random/index.js';
 import { loadMnist } from '../../shared/training/data.js';
@@ -40,6 +44,7 @@ function threadNiceness(): number[] {
 describe('the training thread of the compiled build', () => {
   const dir = join(root, `.test-build-${randomUUID()}`);
   let threadTraining: typeof ThreadTraining;
+  let evaluationThread: typeof EvaluationThread;
   let model: Uint8Array;
   let source: { url: string; format: string; maxBytes: number };
   const opened: LocalTraining[] = [];
@@ -50,6 +55,10 @@ describe('the training thread of the compiled build', () => {
     });
     const built = pathToFileURL(join(dir, 'dist', 'shared', 'fl', 'training-thread.js')).href;
     ({ threadTraining } = (await import(built)) as { threadTraining: typeof ThreadTraining });
+    const evaluation = pathToFileURL(join(dir, 'dist', 'shared', 'fl', 'evaluation-thread.js'));
+    ({ evaluationThread } = (await import(evaluation.href)) as {
+      evaluationThread: typeof EvaluationThread;
+    });
     const network = new Network([1, 28, 28], mlp256.layers);
     network.initialize(seededRandom(5));
     model = exportOnnx(network, 'mlp256', 'test');
@@ -110,5 +119,32 @@ describe('the training thread of the compiled build', () => {
     await expect(
       threaded.run(new Uint8Array([1, 2, 3]), training, new AbortController().signal),
     ).rejects.toMatchObject({ name: 'RoundFailure', exitCode: 3 });
+  });
+
+  it("fails a round whose Dataset the thread cannot read with the Dataset's exit code", async () => {
+    const missing = { ...source, url: pathToFileURL(join(dir, 'data', 'missing.csv')).href };
+    const training2 = threadTraining({
+      source: missing,
+      nice: 4,
+      log: capturedTelemetry('fl-trainer').log,
+    });
+    opened.push(training2);
+    await expect(
+      training2.run(model, training, new AbortController().signal),
+    ).rejects.toMatchObject({ name: 'RoundFailure', exitCode: 2 });
+  });
+
+  it("evaluates on a thread at its niceness with the caller thread's figures; a bad model is refused, the thread kept", async () => {
+    const split = await readDataset(source);
+    const evaluator = evaluationThread({ split, nice: 6, log: capturedTelemetry('fl').log });
+    try {
+      const threaded = await evaluator.evaluate(model);
+      expect(threadNiceness()).toContain(6);
+      expect(threaded).toEqual(await evaluateOnnx(model, split));
+      await expect(evaluator.evaluate(new Uint8Array([1, 2, 3]))).rejects.toThrow();
+      expect(await evaluator.evaluate(model)).toEqual(threaded);
+    } finally {
+      await evaluator.close();
+    }
   });
 });

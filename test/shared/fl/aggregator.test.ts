@@ -292,7 +292,7 @@ describe('the federated aggregator', () => {
     expect(JSON.stringify(announced)).not.toContain(String(seed));
   });
 
-  it('evaluates the initial model while round 1 trains, then each new model, and stops at the target', async () => {
+  it('evaluates the initial model before round 1 opens, then each new model, and stops at the target', async () => {
     const evaluated: Uint8Array[] = [];
     const telemetry = capturedTelemetry('fl-aggregator');
     const agg = aggregator(
@@ -310,7 +310,6 @@ describe('the federated aggregator', () => {
     );
     await agg.start();
     expect(evaluated).toEqual([model0]);
-    await new Promise((resolve) => setImmediate(resolve));
     expect(telemetry.lines).toContainEqual(
       expect.objectContaining({ msg: 'the initial model evaluated', accuracy: 0.5 }),
     );
@@ -337,8 +336,12 @@ describe('the federated aggregator', () => {
           new Promise((resolve) => pending.push((accuracy) => resolve({ accuracy, loss: 2 }))),
       },
     );
-    await agg.start();
-    pending.shift()?.(0.1); // the initial model's
+    const starting = agg.start();
+    // Round 1 opens once the initial model is measured.
+    await vi.waitFor(() => expect(pending).toHaveLength(1));
+    expect(await store.state()).toBeUndefined();
+    pending.shift()?.(0.1);
+    await starting;
     for (const w of trainers) await send(agg, w, 1, 10);
     await agg.tick();
     // Round 2 opened and was told while round 1's model is still being measured.
@@ -371,9 +374,16 @@ describe('the federated aggregator', () => {
   });
 
   it('a restarted aggregator measures the latest model whose evaluation was lost', async () => {
+    let evaluations = 0;
     const first = aggregator(
       { stop: { maxRounds: 3, patience: 1 }, evaluation: { url: 'file:///e.csv', format: 'csv' } },
-      { evaluate: () => new Promise(() => {}) }, // never ends: the process "dies" first
+      {
+        // The initial model's ends; round 1's never does: the process "dies" first.
+        evaluate: () =>
+          (evaluations += 1) === 1
+            ? Promise.resolve({ accuracy: 0.1, loss: 2 })
+            : new Promise(() => {}),
+      },
     );
     await first.start();
     for (const w of trainers) await send(first, w, 1, 10);

@@ -58,6 +58,7 @@ function settings(url: string, options: { token?: string; inline?: number }): Ag
     leaseMs: 60_000,
     maxUpdateBytes: 1 << 20,
     maxModelBytes: 1 << 20,
+    evaluationNice: 10,
     maxDatasetBytes: 1 << 20,
     inlineModelBytes: options.inline ?? 1024,
     eventsUrl: undefined,
