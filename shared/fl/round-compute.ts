@@ -11,8 +11,9 @@
 import { ValidationError } from '../errors/index.js';
 import type { TrainingParameters } from '../messages/federated.js';
 import type { Split } from '../training/data.js';
-import type { LayerSpec, Network } from '../training/network.js';
-import { onnxLayers, readInitializers } from '../training/onnx-export.js';
+import { Network } from '../training/network.js';
+import type { LayerSpec } from '../training/network.js';
+import { exportOnnx, onnxLayers, readInitializers } from '../training/onnx-export.js';
 import type { DatasetReader, DatasetSource } from './dataset-source.js';
 import { trainNetwork } from './local-train.js';
 import { networkFrom } from './network-weights.js';
@@ -143,6 +144,30 @@ async function computeRound(
   return train(network, split, training);
 }
 
+/**
+ * A small model of the digits' shape (784 -> 10) and the first samples of `read`'s Dataset: a
+ * round's whole computation run once on them before the first round (warmUp), so that round's
+ * decode, rebuild and training do not run cold (a function's first runs are its slowest, the
+ * JIT not having compiled it yet).
+ */
+const warmUpModel = () =>
+  exportOnnx(new Network([1, 28, 28], [{ type: 'dense', units: 10 }]), 'warm-up', 'edgeai');
+
+const warmUpTraining = { epochs: 1, batchSize: 10, learningRate: 0.01, seed: 1, proximalMu: 0 };
+
+/** Runs a round's computation on warmUpModel and 50 samples of the Dataset; never throws. */
+async function warmUp(data: { read: DatasetReader; source: DatasetSource }): Promise<void> {
+  const first = (split: Split): Split => {
+    const n = Math.min(split.n, 50);
+    return { x: split.x.subarray(0, n * (split.x.length / split.n)), y: split.y.subarray(0, n), n };
+  };
+  const read: DatasetReader = async (source) => first(await data.read(source));
+  await computeRound(decodeModel(warmUpModel()), warmUpTraining, {
+    read,
+    source: data.source,
+  }).catch(() => undefined);
+}
+
 /** The computation on the caller's thread (tests, the functions-framework CLI). */
 function inThreadTraining(data: { read: DatasetReader; source: DatasetSource }): LocalTraining {
   return {
@@ -157,5 +182,13 @@ function inThreadTraining(data: { read: DatasetReader; source: DatasetSource }):
   };
 }
 
-export { RoundFailure, computeRound, decodeModel, exitCodes, inThreadTraining };
+export {
+  RoundFailure,
+  computeRound,
+  decodeModel,
+  exitCodes,
+  inThreadTraining,
+  warmUp,
+  warmUpModel,
+};
 export type { DecodedModel, LocalTraining, Trained };

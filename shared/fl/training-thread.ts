@@ -22,6 +22,8 @@ import {
   decodeModel,
   exitCodes,
   inThreadTraining,
+  warmUp,
+  warmUpModel,
 } from './round-compute.js';
 import type { DecodedModel, LocalTraining, Trained } from './round-compute.js';
 
@@ -56,7 +58,8 @@ function trainingThreadMain(nice: number, source: DatasetSource): void {
         ? { code: err.exitCode, message: err.message }
         : { code: exitCodes.rejected, message: `unexpected: ${messageOf(err)}` },
   );
-  data.read(source).catch(() => undefined);
+  // The Dataset read, then a round's computation run once on a small model (round-compute.ts).
+  void warmUp(data);
 }
 
 /** Rounds on a thread at niceness `nice`, started on first use and after each termination. */
@@ -78,7 +81,11 @@ function threadTraining(options: { source: DatasetSource; nice: number; log: Log
       const model = decodeModel(bytes);
       return thread.call({ model, training: params }, { signal });
     },
-    prefetch: () => thread.start(),
+    prefetch() {
+      thread.start();
+      // This thread's part of a round, decoding, run once before the first round.
+      decodeModel(warmUpModel());
+    },
     close: () => thread.close(),
   };
   return training;
