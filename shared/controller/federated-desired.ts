@@ -262,6 +262,15 @@ function aggregationConfig(
 ): FlJobConfig['aggregation'] {
   const a = spec.aggregation;
   const averaging = averagingConfig(spec);
+  if (a.algorithm === 'FedBuff') {
+    return {
+      kind: 'fedbuff',
+      bufferSize: a.bufferSize ?? 5,
+      maxStaleness: a.maxStaleness ?? 5,
+      stalenessExponent: a.stalenessExponent ?? 0.5,
+      eta: a.serverLearningRate ?? 1,
+    };
+  }
   if (averaging === undefined) {
     return a.algorithm === 'Krum'
       ? { kind: 'krum', f: a.byzantineClients ?? 0, m: a.keep ?? 1 }

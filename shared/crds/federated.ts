@@ -74,6 +74,7 @@ const aggregationAlgorithms = [
   'FedAdagrad',
   'FedTrimmedAvg',
   'Krum',
+  'FedBuff',
 ] as const;
 /** The algorithms whose server step takes the mean of the updates: central DP can wrap them. */
 const averagingAlgorithms: ReadonlySet<string> = new Set([
@@ -216,7 +217,7 @@ const aggregation = z
       .enum(aggregationAlgorithms)
       .default('FedAvg')
       .describe(
-        "How a round's updates are combined (Flower's strategies): FedAvg (default), FedProx, FedAdam, FedYogi, FedAdagrad, FedTrimmedAvg, Krum.",
+        "How a round's updates are combined (Flower's strategies): FedAvg (default), FedProx, FedAdam, FedYogi, FedAdagrad, FedTrimmedAvg, Krum; or FedBuff, asynchronous buffered rounds.",
       ),
     proximalMu: z
       .number()
@@ -228,7 +229,7 @@ const aggregation = z
       .positive()
       .optional()
       .describe(
-        "FedAdam, FedYogi, FedAdagrad: the server's learning rate (eta); Flower's defaults.",
+        "FedAdam, FedYogi, FedAdagrad: the server's learning rate (eta); Flower's defaults. FedBuff: the step on the buffered mean change, default 1.",
       ),
     beta1: decay.optional().describe('FedAdam, FedYogi: first-moment decay. Default 0.9.'),
     beta2: decay.optional().describe('FedAdam, FedYogi: second-moment decay. Default 0.99.'),
@@ -248,6 +249,26 @@ const aggregation = z
       .min(1)
       .optional()
       .describe('Krum: updates averaged (1: Krum, more: MultiKrum). Default 1.'),
+    bufferSize: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe(
+        'FedBuff: the server steps every this many updates, from any trainers (K). Default 5, at most the trainers.',
+      ),
+    maxStaleness: count
+      .optional()
+      .describe(
+        'FedBuff: an update trained from a model this many versions old still counts; an older one is refused. Default 5.',
+      ),
+    stalenessExponent: z
+      .number()
+      .min(0)
+      .optional()
+      .describe(
+        'FedBuff: an update s versions old counts (1 + s)^-a. Default 0.5 (1/sqrt(1 + s)).',
+      ),
     privacy: z
       .object({
         noiseMultiplier: z.number().min(0).describe('Noise stdv over the clipping norm (z).'),

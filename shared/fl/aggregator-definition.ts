@@ -69,6 +69,7 @@ function answerOffer(outcome: OfferOutcome): Answer {
     closed: 'the round is being aggregated: it takes no more updates',
     'stale-base': `the round trains from model version ${outcome.detail}`,
     'not-selected': 'this round did not select this trainer',
+    buffered: "this trainer's update is already in the open buffer: one per trainer a step",
   };
   return {
     kind: 'json',

@@ -20,21 +20,38 @@ import type {
 import type { Logger } from '../telemetry/index.js';
 import { onnxLayers, readInitializers, replaceInitializers } from '../training/onnx-export.js';
 import { checkUpdate } from './fedavg.js';
+import type { WeightUpdate } from './fedavg.js';
 import { epsilonSpent } from './strategy/accountant.js';
 import { aggregate as combine } from './strategy/aggregate.js';
+import { bufferedStep, modelDelta } from './strategy/fedbuff.js';
 import { selectClients } from './strategy/selection.js';
 import { decodeState, encodeState, initialState } from './strategy/state.js';
 import type { AggregationReport, Strategy, StrategyState } from './strategy/types.js';
 import type { Evaluation } from './local-train.js';
 import type { ClaimOutcome, OfferOutcome, RoundState, RoundStore } from './round-store.js';
 import { decodeWeights, encodeWeights } from './weights.js';
-import type { NamedTensors } from './weights.js';
+import type { NamedTensors, Tensor } from './weights.js';
 
 /** An update's metadata as stored beside its weights. */
 interface UpdateMeta {
   samples: number;
   loss?: number;
   trainMs?: number;
+}
+
+/** UpdateMeta and the model version the update trained from. */
+type StoredMeta = UpdateMeta & { base: number };
+
+/** The job's FedBuff settings when its rounds are asynchronous. */
+type Buffered = Extract<FlJobConfig['aggregation'], { kind: 'fedbuff' }>;
+
+const buffered = (config: FlJobConfig): Buffered | undefined =>
+  config.aggregation.kind === 'fedbuff' ? config.aggregation : undefined;
+
+/** What a round event and GET /v1/round add for asynchronous rounds. */
+function staleness(config: FlJobConfig): { maxStaleness?: number } {
+  const fedbuff = buffered(config);
+  return fedbuff === undefined ? {} : { maxStaleness: fedbuff.maxStaleness };
 }
 
 interface AggregatorDeps {
@@ -75,6 +92,8 @@ interface RoundView {
   deadline: string;
   model: { url: string; sha256: string };
   training: FlJobConfig['training'];
+  /** Asynchronous rounds: how many versions behind the base an update may be. */
+  maxStaleness?: number;
 }
 
 interface Aggregator {
@@ -103,6 +122,12 @@ const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest(
  * the job asks for a fraction), the same on every replica and after every restart.
  */
 function selection(config: FlJobConfig, round: number): { selected: string[]; quorum: number } {
+  const fedbuff = buffered(config);
+  if (fedbuff !== undefined) {
+    // A buffer takes an update from any trainer of the job; it steps every bufferSize.
+    const selected = config.trainers.map((t) => t.name);
+    return { selected, quorum: Math.min(fedbuff.bufferSize, selected.length) };
+  }
   const selected = selectClients({
     available: config.trainers.map((t) => t.name),
     ...config.selection,
@@ -181,11 +206,25 @@ const modelUrl = (run: Run, version: number) => `${run.deps.config.publicUrl}/v1
  * version's model never changes), else the open round's base when the update names it; undefined
  * for an update offer.lua will refuse (no open round, another base).
  */
-async function checkedAgainst(run: Run, version: number): Promise<Run['base']> {
+async function checkedAgainst(
+  run: Run,
+  version: number,
+): Promise<{ version: number; tensors: NamedTensors } | undefined> {
   if (run.base?.version === version) return run.base;
   const state = await run.deps.store.state();
-  if (state?.status !== 'open' || state.base !== version) return undefined;
-  return baseModel(run, version);
+  if (state?.status !== 'open') return undefined;
+  if (state.base === version) return baseModel(run, version);
+  const behind = state.base - version;
+  const fedbuff = buffered(run.deps.config);
+  if (fedbuff === undefined || behind < 0 || behind > fedbuff.maxStaleness) return undefined;
+  return olderModel(run, version);
+}
+
+/** A version before the held one (FedBuff's stale updates are checked and stepped from it). */
+async function olderModel(run: Run, version: number) {
+  const bytes = await run.deps.store.model(version);
+  if (bytes === undefined) throw new Error(`model version ${version} is not stored`);
+  return { version, tensors: readInitializers(bytes) };
 }
 
 async function baseModel(run: Run, version: number) {
@@ -200,6 +239,7 @@ async function baseModel(run: Run, version: number) {
 async function strategyOf(run: Run): Promise<Strategy> {
   if (run.strategy !== undefined) return run.strategy;
   const configured = run.deps.config.aggregation;
+  if (configured.kind === 'fedbuff') throw new Error('a FedBuff job steps by bufferedStep');
   if (configured.kind !== 'dp-fixed-clipping') return (run.strategy = configured);
   const { noiseMultiplier, clippingNorm, sampled, inner } = configured;
   const seed = await run.deps.store.secretSeed();
@@ -255,6 +295,7 @@ async function announceRound(run: Run, state: RoundState): Promise<void> {
     model: { url: modelUrl(run, state.base), sha256: state.sha },
     training: config.training,
     deadline: new Date(state.deadlineMs).toISOString(),
+    ...staleness(config),
   };
   for (const trainer of config.trainers) {
     if (!state.selected.includes(trainer.name) || submitted.has(trainer.name)) continue;
@@ -295,7 +336,7 @@ async function warmUp(run: Run, model: Uint8Array): Promise<void> {
   const update = { worker: 'warm-up', samples: 1, weights };
   checkUpdate(tensors, update);
   try {
-    const warmed = combine(await strategyOf(run), tensors, [update], initialState, 1);
+    const warmed = await step(run, { base: 0, round: 1 }, tensors, [update], [{ samples: 1 }]);
     replaceInitializers(model, warmed.weights);
   } catch (err) {
     if (!(err instanceof ValidationError)) throw err;
@@ -344,13 +385,16 @@ async function offer(run: Run, update: Parameters<Aggregator['offer']>[0]): Prom
     const { worker, meta } = update;
     checkUpdate(base.tensors, { worker, samples: meta.samples, weights: decoded });
   }
+  const fedbuff = buffered(run.deps.config);
   const outcome = await store.offer({
     round: update.round,
     worker: update.worker,
     base: update.base,
-    meta: JSON.stringify(update.meta),
+    // The version it trained from: a buffered round's updates may each have their own.
+    meta: JSON.stringify({ ...update.meta, base: update.base } satisfies StoredMeta),
     weights: Buffer.from(update.weights.buffer, update.weights.byteOffset, update.weights.length),
     nowMs: run.deps.now(),
+    ...(fedbuff === undefined ? {} : { maxStaleness: fedbuff.maxStaleness }),
   });
   if (outcome.kind === 'accepted' && decoded !== undefined)
     run.accepted.set(update.worker, { round: update.round, weights: decoded });
@@ -438,13 +482,7 @@ async function aggregate(run: Run, state: RoundState, token: string, claim: Clai
       decodeWeights(u.weights, limits),
   }));
   const version = state.version + 1;
-  const result = combine(
-    await strategyOf(run),
-    tensors,
-    updates,
-    await strategyState(run, state.base, tensors.size),
-    state.round,
-  );
+  const result = await step(run, state, tensors, updates, metas);
   const next = replaceInitializers(bytes, result.weights);
   if (result.state.kind !== 'none')
     await store.saveStrategyState(version, encodeState(result.state));
@@ -455,6 +493,65 @@ async function aggregate(run: Run, state: RoundState, token: string, claim: Clai
   const workers = stored.map((u) => u.worker);
   const report = { ...result.report, epsilon: epsilonOf(run.deps.config, state.round) };
   await commitRound(run, { state, token, claim, workers, metas, model: next, version, report });
+}
+
+/** A round's step: the next weights, what the strategy carries on, whom it left out or clipped. */
+interface Stepped {
+  weights: Map<string, Tensor>;
+  state: StrategyState;
+  report: Pick<AggregationReport, 'rejected' | 'clipped'>;
+}
+
+/** The job's strategy over the round's updates, or FedBuff's step over its buffer. */
+async function step(
+  run: Run,
+  state: Pick<RoundState, 'base' | 'round'>,
+  tensors: NamedTensors,
+  updates: readonly WeightUpdate[],
+  metas: readonly UpdateMeta[],
+): Promise<Stepped> {
+  const fedbuff = buffered(run.deps.config);
+  if (fedbuff !== undefined) return bufferStep(run, fedbuff, state.base, tensors, updates, metas);
+  const strategy = await strategyOf(run);
+  const carried = await strategyState(run, state.base, tensors.size);
+  return combine(strategy, tensors, updates, carried, state.round);
+}
+
+/**
+ * FedBuff's server step over the buffer: each update's delta from the version it trained from,
+ * weighted by its staleness (shared/fl/strategy/fedbuff.ts), applied to the base `version`.
+ */
+async function bufferStep(
+  run: Run,
+  fedbuff: Buffered,
+  version: number,
+  tensors: NamedTensors,
+  updates: readonly WeightUpdate[],
+  metas: readonly UpdateMeta[],
+): Promise<Stepped> {
+  const contributions = await Promise.all(
+    updates.map(async (update, i) => {
+      const from = (metas[i] as Partial<StoredMeta>).base ?? version;
+      const start = from === version ? tensors : (await olderModel(run, from)).tensors;
+      return {
+        worker: update.worker,
+        version: from,
+        samples: update.samples,
+        delta: modelDelta(start, update),
+      };
+    }),
+  );
+  const { weights, applied } = bufferedStep({
+    base: tensors,
+    version,
+    buffered: contributions,
+    serverLr: fedbuff.eta,
+    policy: { kind: 'polynomial', a: fedbuff.stalenessExponent },
+    maxStaleness: fedbuff.maxStaleness,
+  });
+  const stale = applied.filter((a) => a.staleness > 0);
+  if (stale.length > 0) run.deps.log.info({ version, stale }, 'stale updates weighted down');
+  return { weights, state: initialState, report: { rejected: [], clipped: [] } };
 }
 
 /** Commits the averaged round: the next one opens, or the job ends on its stop condition. */
@@ -492,7 +589,9 @@ async function commitRound(
       : await store.commit({ ...change, outcome: 'done', nowMs: run.deps.now(), message: stop });
   if (!committed) return;
   log.info({ ...summary, stop }, 'round committed');
-  await dropStale(run, state.base - 1, [summary, ...earlier]);
+  // FedBuff: the versions an update may still be trained from stay (its delta is taken from it).
+  const kept = buffered(config)?.maxStaleness ?? 0;
+  await dropStale(run, state.base - 1 - kept, [summary, ...earlier]);
   // Inside tick's close: the new round is told, not closed (it holds no update yet).
   if (stop === undefined) await tellOpenRound(run);
   if (beside) evaluateBeside(run, summary, round.model);
@@ -609,6 +708,7 @@ async function roundView(run: Run): Promise<RoundView> {
     // The latest version: the one the open round trains from, or the job's last once it ended.
     model: { url: modelUrl(run, state.version), sha256: state.sha },
     training: config.training,
+    ...staleness(config),
   };
 }
 

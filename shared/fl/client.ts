@@ -60,6 +60,7 @@ const roundStatus = z.object({
   /** Checked as a round event's fields when the trainer joins the round. */
   model: z.unknown().optional(),
   training: z.unknown().optional(),
+  maxStaleness: z.unknown().optional(),
 });
 type RoundStatus = z.output<typeof roundStatus>;
 

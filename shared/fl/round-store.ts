@@ -42,6 +42,7 @@ const refusals = [
   'closed',
   'stale-base',
   'not-selected',
+  'buffered',
 ] as const;
 type Refusal = (typeof refusals)[number];
 
@@ -101,6 +102,8 @@ interface RoundStore {
     meta: string;
     weights: Buffer;
     nowMs: number;
+    /** Asynchronous (FedBuff) rounds: how many versions behind the base an update may be. */
+    maxStaleness?: number;
   }): Promise<OfferOutcome>;
   claim(round: number, token: string, nowMs: number, leaseMs: number): Promise<ClaimOutcome>;
   /**
@@ -296,7 +299,15 @@ function scripted(
       return runScript(
         redis,
         offer,
-        [keys.state, keys.round, keys.workers, ...text(args), update.weights, String(update.nowMs)],
+        [
+          keys.state,
+          keys.round,
+          keys.workers,
+          ...text(args),
+          update.weights,
+          String(update.nowMs),
+          update.maxStaleness === undefined ? '' : String(update.maxStaleness),
+        ],
         offerOutcome,
       );
     },

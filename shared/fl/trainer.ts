@@ -291,8 +291,9 @@ function missedRound(parts: Parts, state: RoundStatus): RoundStarted | undefined
     log.info(facts, 'no missed round to train');
     return undefined;
   }
-  const { job, round, base, model, training, deadline } = state;
-  return parseInput(roundStarted, { job, round, base, model, training, deadline }, 'round status');
+  const { job, round, base, model, training, deadline, maxStaleness } = state;
+  const event = { job, round, base, model, training, deadline, maxStaleness };
+  return parseInput(roundStarted, event, 'round status');
 }
 
 /** Asks for the current round until the aggregator answers (never gives up but on `signal`). */
@@ -319,6 +320,15 @@ async function pollRound(parts: Parts, signal: AbortSignal): Promise<RoundStatus
   return undefined;
 }
 
+/**
+ * Whether an update trained from version `base` still counts in `event`'s asynchronous (FedBuff)
+ * round: no more than its maxStaleness versions behind. Synchronous rounds: never.
+ */
+function stillCounts(base: number, event: RoundStarted): boolean {
+  const { maxStaleness } = event;
+  return maxStaleness !== undefined && event.base >= base && event.base - base <= maxStaleness;
+}
+
 /** Builds a trainer; logs a warning when updates would carry no credentials. */
 function createTrainer(deps: TrainerDeps): Trainer {
   const parts: Parts = {
@@ -333,12 +343,15 @@ function createTrainer(deps: TrainerDeps): Trainer {
       'EDGEAI_NODE_TOKEN is not set: updates carry no credentials and the aggregator will refuse them',
     );
   }
-  let current: { round: number; abort: AbortController } | undefined;
+  let current: { round: number; base: number; abort: AbortController } | undefined;
 
   async function onRound(event: RoundStarted, model?: Uint8Array): Promise<RoundAnswer> {
     checkEvent(parts.config, event);
     if (current !== undefined) {
       if (current.round === event.round) return { kind: 'already-training', round: event.round };
+      // Asynchronous rounds: the update in training still counts; it is not thrown away.
+      if (stillCounts(current.base, event))
+        return { kind: 'already-training', round: current.round };
       if (current.round > event.round) {
         throw new ConflictError(
           `round ${event.round} is older than round ${current.round}, which this trainer is training`,
@@ -346,7 +359,7 @@ function createTrainer(deps: TrainerDeps): Trainer {
       }
       current.abort.abort(new Error(`round ${event.round} started`));
     }
-    const mine = { round: event.round, abort: new AbortController() };
+    const mine = { round: event.round, base: event.base, abort: new AbortController() };
     current = mine;
     const deadline = Date.parse(event.deadline);
     try {

@@ -80,6 +80,21 @@ const averagingStrategy = z.discriminatedUnion('kind', [
 const flAggregation = z.union([
   averagingStrategy,
   z.object({ kind: z.literal('fedtrimmedavg'), beta: z.number().min(0).lt(0.5) }).strict(),
+  /**
+   * FedBuff (Nguyen et al. 2022): asynchronous buffered rounds. A round is a server step taken
+   * every `bufferSize` updates from any trainer of the job; an update trained from a version up
+   * to `maxStaleness` behind counts with weight (1 + staleness)^-stalenessExponent, an older one
+   * is refused (stale-base); the step is the model plus `eta` times the weighted mean delta.
+   */
+  z
+    .object({
+      kind: z.literal('fedbuff'),
+      bufferSize: z.number().int().min(1),
+      maxStaleness: z.number().int().min(0),
+      stalenessExponent: z.number().min(0),
+      eta: z.number().positive(),
+    })
+    .strict(),
   z
     .object({ kind: z.literal('krum'), f: z.number().int().min(0), m: z.number().int().min(1) })
     .strict(),
@@ -193,6 +208,11 @@ const roundStarted = z
     model: z.object({ url: httpUrl, sha256: z.string().regex(/^[0-9a-f]{64}$/) }).strict(),
     training: trainingParameters,
     deadline: z.iso.datetime(),
+    /**
+     * Asynchronous (FedBuff) rounds only: an update from a version up to this many behind the
+     * round's base still counts, so a trainer training one keeps at it rather than start this.
+     */
+    maxStaleness: z.number().int().min(0).optional(),
   })
   .strict();
 

@@ -367,6 +367,27 @@ describe('the FederatedLearningJob controller against the development API server
     expect(await events()).toContain('WorkerUpdated');
   });
 
+  it('runs FedBuff asynchronous rounds as asked, with their defaults', async () => {
+    await applyJob();
+    await controller.tick();
+    const config = async () =>
+      flJobConfig.parse(
+        JSON.parse(envOf(await service('digits-aggregator'))['FL_JOB_CONFIG'] ?? ''),
+      );
+    await api.kube.patch(
+      { kind: 'federatedLearningJob', namespace: ns, name: 'digits' },
+      { spec: { aggregation: { algorithm: 'FedBuff', bufferSize: 2 } } },
+    );
+    await controller.tick();
+    expect((await config()).aggregation).toEqual({
+      kind: 'fedbuff',
+      bufferSize: 2,
+      maxStaleness: 5,
+      stalenessExponent: 0.5,
+      eta: 1,
+    });
+  });
+
   it('keeps two jobs in one namespace apart', async () => {
     await applyJob('digits');
     await applyJob('letters');

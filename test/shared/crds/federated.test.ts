@@ -266,6 +266,16 @@ describe('FederatedLearningJob spec', () => {
       /^spec\.aggregation\.privacy: privacy needs an averaging algorithm .*, not Krum$/,
     ],
     [
+      'privacy around FedBuff',
+      { aggregation: { algorithm: 'FedBuff', privacy: { noiseMultiplier: 1, clippingNorm: 1 } } },
+      /^spec\.aggregation\.privacy: privacy needs an averaging algorithm .*, not FedBuff$/,
+    ],
+    [
+      'an empty FedBuff buffer',
+      { aggregation: { algorithm: 'FedBuff', bufferSize: 0 } },
+      /^spec\.aggregation\.bufferSize: Too small/,
+    ],
+    [
       'more trainers per round than the job has',
       { roundPolicy: { minFitClients: 9 } },
       /^spec\.roundPolicy\.minFitClients: 9 trainers per round asked for, but the job has/,

@@ -399,6 +399,62 @@ describe('the federated aggregator', () => {
     );
   });
 
+  it('FedBuff: steps every bufferSize updates from any trainer, a stale one weighted 1/sqrt(1 + s) (hand-computed), an older one refused', async () => {
+    const agg = aggregator({
+      aggregation: {
+        kind: 'fedbuff',
+        bufferSize: 2,
+        maxStaleness: 1,
+        stalenessExponent: 0.5,
+        eta: 1,
+      },
+      round: { minParticipants: 1, timeoutMs: 60_000, acceptFailures: true },
+    });
+    await agg.start();
+    expect(told.map((t) => t.event.maxStaleness)).toEqual([1, 1, 1]);
+    await send(agg, 'edge0', 1, 10);
+    expect(await send(agg, 'edge1', 3, 30)).toMatchObject({ kind: 'accepted', n: 2 });
+    await agg.tick();
+    // Step 1: both fresh, weight 1: the samples-weighted mean (1*10 + 3*30) / 40.
+    expect(await store.state()).toMatchObject({ status: 'open', round: 2, base: 1, version: 1 });
+    for (const t of readInitializers((await agg.model(1))!).values())
+      for (const v of t.values) expect(Math.abs(v - 2.5)).toBeLessThanOrEqual(1e-6);
+    // Every trainer is told round 2; edge2, still training from version 0, is not stopped (its
+    // trainer keeps at it: the event says how stale an update may be).
+    expect(await agg.round()).toMatchObject({ round: 2, base: 1, maxStaleness: 1 });
+    // edge2's update trained from version 0 (named round 1, as it was told) joins round 2's buffer.
+    expect(await send(agg, 'edge2', 5, 20, 1, 0)).toMatchObject({ kind: 'accepted', n: 1 });
+    expect(await send(agg, 'edge2', 5, 20, 1, 0)).toMatchObject({ kind: 'duplicate' });
+    expect(await send(agg, 'edge2', 6, 20, 2, 1)).toMatchObject({
+      kind: 'refused',
+      reason: 'buffered',
+    });
+    expect(await send(agg, 'edge0', 4, 20, 2, 1)).toMatchObject({ kind: 'accepted', n: 2 });
+    await agg.tick();
+    // Step 2: edge2's change from version 0 (5 - v0) at weight 1/sqrt(2), edge0's from version 1
+    // (4 - 2.5) at weight 1, by samples 20 and 20, added to version 1.
+    const v0 = readInitializers(model0);
+    const v2 = readInitializers((await agg.model(2))!);
+    for (const [name, t] of v2) {
+      t.values.forEach((v, i) => {
+        const start = v0.get(name)!.values[i]!;
+        const expected = 2.5 + ((5 - start) / Math.SQRT2 + (4 - 2.5)) / 2;
+        expect(Math.abs(v - expected)).toBeLessThanOrEqual(1e-6);
+      });
+    }
+    // Version 2's buffer: an update from version 0 is now 2 behind (max 1).
+    expect(await send(agg, 'edge0', 7, 10, 1, 0)).toMatchObject({
+      kind: 'refused',
+      reason: 'stale-base',
+      detail: '2',
+    });
+    expect(await send(agg, 'edge2', 5, 20, 1, 0)).toMatchObject({ kind: 'duplicate' });
+    expect(await send(agg, 'edge1', 1, 10, 3, 3)).toMatchObject({
+      kind: 'refused',
+      reason: 'future',
+    });
+  });
+
   it('closes on its quorum; a straggler after that is told the round is over', async () => {
     const agg = aggregator({
       round: { minParticipants: 2, timeoutMs: 60_000, acceptFailures: true },

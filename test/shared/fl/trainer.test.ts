@@ -392,7 +392,8 @@ describe('fl-trainer', () => {
     expect(agg.updates()).toHaveLength(1);
   });
 
-  it('abandons a round when a newer one starts, and refuses an older one (409)', async () => {
+  /** An aggregator whose first model download waits for `release` (a round in flight). */
+  async function firstModelHeld() {
     const requested = deferred();
     const release = deferred();
     let gets = 0;
@@ -406,6 +407,11 @@ describe('fl-trainer', () => {
         return { status: 200, body: model };
       },
     });
+    return { agg, requested, release };
+  }
+
+  it('abandons a round when a newer one starts, and refuses an older one (409)', async () => {
+    const { agg, requested, release } = await firstModelHeld();
     const { trainer } = build(agg.url);
     const first = trainer.onRound(roundEvent(agg.url, { round: 1 }));
     await requested.promise;
@@ -419,6 +425,24 @@ describe('fl-trainer', () => {
     expect(next).toMatchObject({ kind: 'done', result: { round: 2, outcome: 'sent' } });
     expect(agg.updates().map((u) => u.headers['ce-flround'])).toEqual(['2']);
     expect(agg.failures()).toEqual([]);
+  });
+
+  it('asynchronous rounds: keeps training a round whose update still counts, abandons one that would not', async () => {
+    const { agg, requested, release } = await firstModelHeld();
+    const { trainer } = build(agg.url);
+    const first = trainer.onRound(roundEvent(agg.url, { round: 1, maxStaleness: 1 }));
+    await requested.promise;
+    // Round 2 trains from version 1: an update from version 0 is 1 behind, within maxStaleness.
+    expect(
+      await trainer.onRound(roundEvent(agg.url, { round: 2, base: 1, maxStaleness: 1 })),
+    ).toEqual({ kind: 'already-training', round: 1 });
+    // Round 3 trains from version 2: 2 behind, so the round in training is given up for it.
+    const third = trainer.onRound(roundEvent(agg.url, { round: 3, base: 2, maxStaleness: 1 }));
+    release.resolve();
+    const [old, next] = await Promise.all([first, third]);
+    expect(old).toMatchObject({ kind: 'done', result: { round: 1, outcome: 'refused' } });
+    expect(next).toMatchObject({ kind: 'done', result: { round: 3, outcome: 'sent' } });
+    expect(agg.updates().map((u) => u.headers['ce-flbase'])).toEqual(['2']);
   });
 
   it('stops at a 409 refusal without retrying or reporting a failure', async () => {
