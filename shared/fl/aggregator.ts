@@ -397,7 +397,7 @@ async function offer(run: Run, update: Parameters<Aggregator['offer']>[0]): Prom
     ...(fedbuff === undefined ? {} : { maxStaleness: fedbuff.maxStaleness }),
   });
   if (outcome.kind === 'accepted' && decoded !== undefined)
-    run.accepted.set(update.worker, { round: update.round, weights: decoded });
+    run.accepted.set(update.worker, { round: outcome.round, weights: decoded });
   if (outcome.kind === 'accepted' && outcome.n >= Math.min(outcome.quorum, outcome.selected))
     kick(run);
   return outcome;
@@ -666,7 +666,11 @@ async function summarize(
     round: state.round,
     version: round.version,
     participants: workers.length,
-    stragglers: state.selected.filter((w) => !workers.includes(w)),
+    // A FedBuff step waits for nobody: the trainers not in it are training, not late.
+    stragglers:
+      buffered(run.deps.config) === undefined
+        ? state.selected.filter((w) => !workers.includes(w))
+        : [],
     closedBy: round.claim.closedBy,
     durationMs: run.deps.now() - state.openedMs,
     ...(trainMs.length === 0 ? {} : { slowestTrainMs: Math.max(...trainMs) }),

@@ -47,7 +47,7 @@ const refusals = [
 type Refusal = (typeof refusals)[number];
 
 type OfferOutcome =
-  | { kind: 'accepted'; n: number; quorum: number; selected: number }
+  | { kind: 'accepted'; n: number; quorum: number; selected: number; round: number }
   | { kind: 'duplicate'; n: number }
   | { kind: 'refused'; reason: Refusal; detail: string };
 
@@ -175,8 +175,9 @@ function parseState(map: ReadonlyMap<string, string>): RoundState | undefined {
 }
 
 function offerOutcome(reply: unknown): OfferOutcome {
-  const [kind, a, b, c] = reply as [string, unknown, unknown, unknown];
-  if (kind === 'accepted') return { kind, n: Number(a), quorum: Number(b), selected: Number(c) };
+  const [kind, a, b, c, d] = reply as [string, unknown, unknown, unknown, unknown];
+  if (kind === 'accepted')
+    return { kind, n: Number(a), quorum: Number(b), selected: Number(c), round: Number(d) };
   if (kind === 'duplicate') return { kind, n: Number(a) };
   return { kind: 'refused', reason: String(a) as Refusal, detail: String(b) };
 }

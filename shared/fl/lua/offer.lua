@@ -23,7 +23,8 @@
     ARGV[6] now       ms
     ARGV[7] maxStaleness   asynchronous rounds only ('' for synchronous ones)
   Output:
-    {'accepted', n, quorum, selected} | {'duplicate', n} | {'refused', reason, detail}
+    {'accepted', n, quorum, selected, round} | {'duplicate', n} | {'refused', reason, detail}
+    (round: the open round it joined, which an asynchronous update need not name)
     reason: unknown-job, finished, late, future, closed, stale-base, not-selected, buffered
 ]]
 local state, round, workers = KEYS[1], KEYS[2], KEYS[3]
@@ -52,7 +53,7 @@ if async then
   local n = redis.call('HINCRBY', state, 'n', 1)
   redis.call('HINCRBY', workers, worker .. ':accepted', 1)
   redis.call('HSET', workers, worker .. ':lastRound', current, worker .. ':lastBase', base)
-  return {'accepted', n, tonumber(s[5]), #cjson.decode(s[4])}
+  return {'accepted', n, tonumber(s[5]), #cjson.decode(s[4]), current}
 end
 if r < current then return refuse('late', tostring(current)) end
 if r > current then return refuse('future', tostring(current)) end
@@ -67,4 +68,4 @@ redis.call('HSET', round, 'm:' .. worker, ARGV[4], 'w:' .. worker, ARGV[5])
 local n = redis.call('HINCRBY', state, 'n', 1)
 redis.call('HINCRBY', workers, worker .. ':accepted', 1)
 redis.call('HSET', workers, worker .. ':lastRound', r)
-return {'accepted', n, tonumber(s[5]), #cjson.decode(s[4])}
+return {'accepted', n, tonumber(s[5]), #cjson.decode(s[4]), current}

@@ -442,6 +442,8 @@ describe('the federated aggregator', () => {
         expect(Math.abs(v - expected)).toBeLessThanOrEqual(1e-6);
       });
     }
+    // A step waits for nobody: no stragglers.
+    expect(announced[1]).toMatchObject({ round: 2, participants: 2, stragglers: [] });
     // Version 2's buffer: an update from version 0 is now 2 behind (max 1).
     expect(await send(agg, 'edge0', 7, 10, 1, 0)).toMatchObject({
       kind: 'refused',

@@ -57,7 +57,13 @@ describe('the federated round store', () => {
   });
 
   it('counts a redelivered update once and keeps its first weights', async () => {
-    expect(await send('edge0')).toEqual({ kind: 'accepted', n: 1, quorum: 2, selected: 3 });
+    expect(await send('edge0')).toEqual({
+      kind: 'accepted',
+      n: 1,
+      quorum: 2,
+      selected: 3,
+      round: 1,
+    });
     expect(await send('edge0')).toEqual({ kind: 'duplicate', n: 1 });
     const updates = await store.updates();
     expect(updates.map((u) => u.worker)).toEqual(['edge0']);
