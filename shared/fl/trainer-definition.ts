@@ -28,6 +28,22 @@ function answer(outcome: RoundAnswer): Answer {
   return { kind: 'json', status: 200, body: outcome.result };
 }
 
+/**
+ * A round event's attributes parsed once before the first round: a schema's first parse is its
+ * slowest (zod compiles it), and a trainer's first round would otherwise wait for it.
+ */
+function warmUpParsing(): void {
+  const round = {
+    job: 'warm-up/warm-up',
+    round: 1,
+    base: 0,
+    model: { url: 'http://warm-up.invalid/v1/models/0', sha256: '0'.repeat(64) },
+    training: { epochs: 1, batchSize: 10, learningRate: 0.01, seed: 1, proximalMu: 0 },
+    deadline: new Date(0).toISOString(),
+  };
+  parseInput(roundStartedAttributes, { flstarted: JSON.stringify(round) }, 'extensions');
+}
+
 function flTrainerDefinition(deps: {
   trainer: Trainer;
   /** This trainer's node and its token: who may push a model to it. */
@@ -36,6 +52,7 @@ function flTrainerDefinition(deps: {
   readiness: readonly ReadinessCheck[];
 }): FunctionDefinition {
   const { trainer, node, token } = deps;
+  warmUpParsing();
   const tokens: NodeTokens = {
     token: (from) =>
       Promise.resolve(from === node && token !== undefined ? Buffer.from(token) : undefined),
