@@ -8,7 +8,7 @@
  * rounds' ratios); process start to first prediction, for the bundle and for the plain tsc
  * build. Targets: batch-1 requests/s >= 1.5x the functions-framework hello's; batch-64
  * samples/s >= 30x the hello's requests/s; small p99 under large load <= 2x alone; start <= 500
- * ms.
+ * ms. With `--chaos`, the load run with inference threads stopped every 5 s instead (chaos.ts).
  */
 import { fork, spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
@@ -378,7 +378,13 @@ function report({ samples, tail }: Measured, starts: Record<'bundle' | 'tsc', nu
   );
 }
 
-export async function main(): Promise<void> {
+export { edgeEnv, entries, requests };
+
+export async function main(args: string[] = []): Promise<void> {
+  if (args.includes('--chaos')) {
+    await (await import('./chaos.js')).chaos();
+    return;
+  }
   const req = requests();
   process.stdout.write(
     `bench/edge-infer: ${rounds} interleaved rounds of ${seconds}s, ${connections} connections\n`,

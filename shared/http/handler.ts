@@ -21,9 +21,9 @@ import {
   ValidationError,
   errorAnswer,
 } from '../errors/index.js';
-import { decodeEvent, encodeBinary, parseMediaType } from '../events/index.js';
+import type * as CloudEvents from '../events/cloudevents.js';
 import type { IncomingEvent, MediaType } from '../events/index.js';
-import { decodeText, isJsonMedia, parseJson } from '../events/media.js';
+import { decodeText, isJsonMedia, parseJson, parseMediaType } from '../events/media.js';
 import type { Logger, Telemetry } from '../telemetry/index.js';
 import type {
   Answer,
@@ -52,8 +52,11 @@ interface Pending {
   answer: Promise<Written>;
 }
 
-/** Fields of the request's log line, also bound to `ctx.log` when a handler asks for it. */
-type Bindings = Record<string, unknown>;
+/**
+ * Fields of the request's log line (strings and numbers: written directly, telemetry's
+ * `logRequest`), also bound to `ctx.log` when a handler asks for it.
+ */
+type Bindings = Record<string, string | number | undefined>;
 
 /** nginx's "client closed request": logged and counted for a request whose client left first. */
 const clientGone = 499;
@@ -90,6 +93,36 @@ class Exchange implements RequestContext {
     this.#log ??= this.root.child(this.bindings);
     return this.#log;
   }
+}
+
+/** The CloudEvents codec (shared/events/cloudevents.ts: the SDK, with its JSON-schema validator). */
+type EventCodec = typeof CloudEvents;
+
+/**
+ * The codec, loaded by the first request that may carry an event (`mayCarryEvent`), not at start:
+ * loading it is a tenth of a worker's start, and the inference workers' requests are plain HTTP.
+ */
+const codec: { loaded: EventCodec | undefined; loading: Promise<EventCodec> | undefined } = {
+  loaded: undefined,
+  loading: undefined,
+};
+
+function loadCodec(): Promise<EventCodec> {
+  codec.loading ??= import('../events/cloudevents.js').then((module) => (codec.loaded = module));
+  return codec.loading;
+}
+
+const eventMedia = /^\s*application\/cloudevents/i;
+
+/**
+ * Whether a request may be a CloudEvent: every request that decodeEvent would decode (or refuse)
+ * passes, in binary mode (a ce-specversion or ce-id header) or structured (a cloudevents media
+ * type); a request that fails it is not one, and needs no codec.
+ */
+function mayCarryEvent(headers: IncomingMessage['headers']): boolean {
+  if (headers['ce-specversion'] !== undefined || headers['ce-id'] !== undefined) return true;
+  const type = headers['content-type'];
+  return type !== undefined && eventMedia.test(type);
 }
 
 const endpoints = new Set(['/health/liveness', '/health/readiness', '/metrics']);
@@ -210,9 +243,8 @@ async function readiness(served: Served): Promise<Written> {
 
 /** GET /metrics: the registry in Prometheus' text format. */
 async function metrics(served: Served): Promise<Written> {
-  const { telemetry } = served;
-  const body = await telemetry.registry.metrics();
-  return { kind: 'text', status: 200, contentType: telemetry.registry.contentType, body };
+  const { contentType, body } = await served.telemetry.scrape();
+  return { kind: 'text', status: 200, contentType, body };
 }
 
 const alive: Promise<Written> = Promise.resolve({ kind: 'json', body: { status: 'alive' } });
@@ -230,9 +262,15 @@ function endpoint(served: Served, method: string, path: string): Promise<Written
 
 /**
  * Routes one request, in this order: the endpoints, the Content-Type (400 if unparsable), a
- * CloudEvent on POST, then the HTTP routes. Throws what the request is answered with.
+ * CloudEvent on POST, then the HTTP routes. Throws what the request is answered with. `events`
+ * is the codec when loaded: it is whenever the request may carry an event (serve).
  */
-function dispatch(served: Served, exchange: Exchange, body: Buffer): Pending {
+function dispatch(
+  served: Served,
+  exchange: Exchange,
+  body: Buffer,
+  events: EventCodec | undefined,
+): Pending {
   const { req, path } = exchange;
   const method = req.method ?? 'GET';
   if (endpoints.has(path)) {
@@ -240,8 +278,8 @@ function dispatch(served: Served, exchange: Exchange, body: Buffer): Pending {
   }
   const contentType = header(req.headers['content-type']);
   const media = contentType === undefined ? undefined : parseMediaType(contentType, 'Content-Type');
-  if (method === 'POST') {
-    const event = decodeEvent(req.headers, body, media);
+  if (method === 'POST' && events !== undefined) {
+    const event = events.decodeEvent(req.headers, body, media);
     if (event !== undefined) return dispatchEvent(served, exchange, event);
   }
   return dispatchRoute(served, exchange, method, body, media);
@@ -377,7 +415,12 @@ function writeReply(
     const err = new Error(`${definition.name} replied with undeclared type ${written.event.type}`);
     return writeError(served, exchange, err);
   }
-  const { headers, body } = encodeBinary({
+  // Loaded: only a request that carried an event declares replies.
+  const events = codec.loaded;
+  if (events === undefined) {
+    return writeError(served, exchange, new Error('CloudEvents codec not loaded for a reply'));
+  }
+  const { headers, body } = events.encodeBinary({
     ...written.event,
     source: written.event.source ?? definition.source,
   });
@@ -504,11 +547,14 @@ function record(
   } else if (status === clientGone) {
     telemetry.log.warn(line, 'client gone before the answer');
   } else {
-    telemetry.log.info(line, 'request');
+    telemetry.logRequest(line);
   }
 }
 
-/** Serves one request whose body is read: dispatch, then finish once its answer is known. */
+/**
+ * Serves one request whose body is read: the CloudEvents codec first when the request may carry
+ * an event and the codec is not loaded yet, then `run`.
+ */
 function serve(
   served: Served,
   req: IncomingMessage,
@@ -518,9 +564,26 @@ function serve(
 ): void {
   const exchange = new Exchange(req, res, path, served.telemetry.log);
   served.inFlight.add(exchange);
+  if (codec.loaded === undefined && req.method === 'POST' && mayCarryEvent(req.headers)) {
+    loadCodec().then(
+      (events) => run(served, exchange, body, events),
+      (err: unknown) => finish(served, exchange, { kind: 'error', err }, rejected),
+    );
+    return;
+  }
+  run(served, exchange, body, codec.loaded);
+}
+
+/** Dispatches a request in flight, then finishes it once its answer is known. */
+function run(
+  served: Served,
+  exchange: Exchange,
+  body: Buffer,
+  events: EventCodec | undefined,
+): void {
   let pending: Pending;
   try {
-    pending = dispatch(served, exchange, body);
+    pending = dispatch(served, exchange, body, events);
   } catch (err) {
     return finish(served, exchange, { kind: 'error', err }, rejected);
   }

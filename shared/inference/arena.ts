@@ -11,12 +11,26 @@
  * first dimension on the way, and posts only names, shapes and offsets. The thread copies the
  * arena into memory of its own (onnxruntime does not take shared memory) and runs on views of
  * it. One run per thread at a time: the arena is rewritten only after the thread has answered.
+ * An input some requests left unchecked for finiteness (finite.ts) carries their element ranges,
+ * which the thread checks before it runs.
  */
+import type { FiniteCheck } from './finite.js';
 import type { Datatype, Tensor } from './tensor.js';
 
-/** One input of a run, joined: fixed-size elements at `offset` in the arena, or strings. */
+/**
+ * One input of a run, joined: fixed-size elements at `offset` in the arena, or strings.
+ * `finite`: the ranges the thread must find finite, as triples (the request's index in the run,
+ * its first element in the joined input, its element count).
+ */
 type ArenaInput =
-  | { name: string; datatype: Datatype; shape: number[]; offset: number; length: number }
+  | {
+      name: string;
+      datatype: Datatype;
+      shape: number[];
+      offset: number;
+      length: number;
+      finite?: number[];
+    }
   | { name: string; datatype: 'BYTES'; shape: number[]; strings: string[] };
 
 /** A run as posted to a thread; `arena` comes along when the thread does not have it yet. */
@@ -44,9 +58,14 @@ class InputArena {
 
   /**
    * The run message for `requests` (each a request's inputs by name), joining each input of
-   * `names` along the first dimension, in request order.
+   * `names` along the first dimension, in request order; `unchecked[i]` are the inputs request i
+   * left to the thread to check for finiteness.
    */
-  pack(names: readonly string[], requests: ReadonlyArray<Readonly<Record<string, Tensor>>>) {
+  pack(
+    names: readonly string[],
+    requests: ReadonlyArray<Readonly<Record<string, Tensor>>>,
+    unchecked: ReadonlyArray<readonly FiniteCheck[] | undefined> = [],
+  ) {
     let bytes = 0;
     for (const name of names) {
       let size = 0;
@@ -74,14 +93,20 @@ class InputArena {
       }
       const offset = at;
       let length = 0;
-      for (const { data } of parts) {
+      let finite: number[] | undefined;
+      parts.forEach(({ data }, i) => {
         const typed = data as Exclude<Tensor['data'], string[]>;
         into.set(new Uint8Array(typed.buffer, typed.byteOffset, typed.byteLength), at);
+        if (unchecked[i]?.some((check) => check.input === name) === true) {
+          (finite ??= []).push(i, length, typed.length);
+        }
         at += typed.byteLength;
         length += typed.length;
-      }
+      });
       at = align8(at);
-      return { name, datatype, shape, offset, length };
+      return finite === undefined
+        ? { name, datatype, shape, offset, length }
+        : { name, datatype, shape, offset, length, finite };
     });
     const message: RunMessage = fresh ? { arena: arena!, inputs } : { inputs };
     return message;

@@ -5,8 +5,10 @@
  * to one window in Redis and reads the cut from that window, so the replicas of a service agree.
  * Until a window exists the miner's own threshold decides.
  */
-import type { RedisClient } from '../redis/index.js';
-import { hashTag, key, runScript } from '../redis/index.js';
+// By file, not the domain's index: the index loads ioredis, which a worker without Redis never needs.
+import { runScript } from '../redis/client.js';
+import type { RedisClient } from '../redis/client.js';
+import { hashTag, key } from '../redis/keys.js';
 import { addScores } from './lua/index.js';
 import { repeat } from './repeat.js';
 import type { Logger } from '../telemetry/index.js';

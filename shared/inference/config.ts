@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { z } from 'zod';
 import { readEnv } from '../config/index.js';
 import type { Env } from '../config/index.js';
-import { fallbackPolicies, miningModes, offloadModes } from '../crds/index.js';
+import { fallbackPolicies, miningModes, offloadModes } from '../crds/schemas.js';
 import type { TaskSpec } from '../crds/index.js';
 import { ConfigError } from '../errors/index.js';
 import type { EdgeEnvName, ServingEnvName } from '../messages/worker-env.js';

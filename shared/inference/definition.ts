@@ -14,7 +14,10 @@ import {
   UnsupportedMediaTypeError,
   ValidationError,
 } from '../errors/index.js';
-import { eventTypes, parseMediaType } from '../events/index.js';
+// By file: the domain's index loads the CloudEvents SDK, which the HTTP front loads only for
+// the first request that carries an event (shared/http/handler.ts).
+import { eventTypes } from '../events/catalogue.js';
+import { parseMediaType } from '../events/media.js';
 import type { IncomingEvent } from '../events/index.js';
 import { decodeJsonBody, defineFunction, onEvent, onRawRequest, onRequest } from '../http/index.js';
 import type {
@@ -206,7 +209,9 @@ class ServedInference {
       this.checkModel(params);
       if (body.bytes.length > largeBodyBytes) await largeWork();
       const { json: header, binary } = readInferBody(body, ctx.headers);
-      answer = await this.infer(parseInferRequest(header, this.parsing, binary), ctx.traceparent);
+      // Binary floats are checked for finiteness by the inference thread (finite.ts).
+      const request = parseInferRequest(header, this.parsing, binary, { deferFinite: true });
+      answer = await this.infer(request, ctx.traceparent);
     } finally {
       // Binary inputs are views of the body: once the answer is made (the pool copied them to
       // its thread, and whatever the worker keeps longer is a copy; joint.ts), its memory can
@@ -466,6 +471,7 @@ function edgeInferDefinition(options: {
         request.rows,
         traceparent,
         wantScores,
+        request.unchecked,
       );
       const tensors = jointTensors(joint.task, samples);
       // Scored for the drift test but not asked for: not answered (the output is by request).
@@ -502,7 +508,7 @@ function cloudInferDefinition(options: {
     served,
     maxBatch: options.maxBatch,
     async answer(request) {
-      const tensors = await pool.infer(request.inputs, request.rows);
+      const tensors = await pool.infer(request.inputs, request.rows, request.unchecked);
       const wanted = (name: string) => request.outputs?.includes(name) ?? true;
       if (extra.some((o) => wanted(o.name))) {
         Object.assign(tensors, task.toTensors(task.fromModel(tensors, request.rows)));

@@ -9,8 +9,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { UnavailableError } from '../errors/index.js';
-import { hashTag, key, runScript } from '../redis/index.js';
-import type { RedisClient } from '../redis/index.js';
+// By file, not the domain's index: the index loads ioredis, which a worker without Redis never needs.
+import { runScript } from '../redis/client.js';
+import type { RedisClient } from '../redis/client.js';
+import { hashTag, key } from '../redis/keys.js';
 import { claimAnswer, releaseAnswer, renewAnswer } from './lua/index.js';
 
 /** Runs `answer` for the first delivery of the event `eventKey`; later ones get its result. */

@@ -10,7 +10,7 @@
  * what `isHard` would have decided, and a budget can rank inputs by the same number.
  */
 // The one list of miners, the CRD's: what a resource may name is what is implemented here.
-import { hemNames } from '../crds/index.js';
+import { hemNames } from '../crds/schemas.js';
 import type { HemName } from '../crds/index.js';
 import { ValidationError } from '../errors/index.js';
 // mulberry32, the generator the trainer seeds with too.

@@ -11,6 +11,8 @@ import { ConfigError, UnavailableError } from '../errors/index.js';
 import { lossAgainstCloud } from './agreement.js';
 import type { Budget } from './budget.js';
 import type { CloudClient } from './cloud-client.js';
+import { checkFinite } from './finite.js';
+import type { FiniteCheck } from './finite.js';
 import type { HardExampleMiner } from './hem.js';
 import { bandOf } from './objective.js';
 import type { InferencePool, Tensors } from './pool.js';
@@ -133,9 +135,14 @@ function checkJointSettings(
 }
 
 /** `edge.infer` timed into `observe.edge`. */
-async function runEdge(deps: JointDeps, inputs: Readonly<Tensors>, rows: number): Promise<Tensors> {
+async function runEdge(
+  deps: JointDeps,
+  inputs: Readonly<Tensors>,
+  rows: number,
+  unchecked?: readonly FiniteCheck[],
+): Promise<Tensors> {
   const started = performance.now();
-  const out = await deps.edge.infer(inputs, rows);
+  const out = await deps.edge.infer(inputs, rows, unchecked);
   deps.observe?.edge((performance.now() - started) / 1000);
   return out;
 }
@@ -156,12 +163,17 @@ function subset(deps: JointDeps, inputs: Readonly<Tensors>, indices: readonly nu
   return out;
 }
 
-/** Which samples are hard, and the edge's answers (for the samples the edge ran). */
+/**
+ * Which samples are hard, and the edge's answers (for the samples the edge ran). `unchecked`
+ * inputs (finite.ts) are checked by the edge's thread when every sample runs there first, else
+ * here before anything reads them.
+ */
 async function mine(
   deps: JointDeps,
   inputs: Readonly<Tensors>,
   rows: number,
   wantScores: boolean,
+  unchecked: readonly FiniteCheck[],
 ): Promise<{
   hard: number[];
   edge: Array<TaskResult | undefined>;
@@ -174,6 +186,8 @@ async function mine(
   const edge = new Array<TaskResult | undefined>(rows).fill(undefined);
   const bands = new Array<number>(rows).fill(0);
   if (deps.settings.miningMode === 'mining-then-inference') {
+    // Hard samples go to the cloud without running here: checked now, as the parser would have.
+    checkFinite(inputs, unchecked);
     // Input-only miners ignore the output they are shown; it only has to be well-formed.
     const blank = { kind: 'classification' as const, probabilities: [1] };
     const easy: number[] = [];
@@ -184,7 +198,7 @@ async function mine(
     }
     return { hard, edge, bands, scores: undefined };
   }
-  const results = task.fromModel(await runEdge(deps, inputs, rows), rows);
+  const results = task.fromModel(await runEdge(deps, inputs, rows, unchecked), rows);
   const { outliers } = deps;
   let scores: Float64Array | undefined;
   if (outliers !== undefined && wantScores) scores = outliers.score(inputs, rows);
@@ -225,9 +239,11 @@ async function jointInfer(
   traceparent?: string,
   /** Score every sample against the drift reference (the caller asked for outlier_score). */
   wantScores = false,
+  /** Inputs not yet checked for finiteness (finite.ts): the edge's thread checks them. */
+  unchecked: readonly FiniteCheck[] = [],
 ): Promise<JointSample[]> {
   const { settings, counters, task } = deps;
-  const { hard, edge, bands, scores } = await mine(deps, inputs, rows, wantScores);
+  const { hard, edge, bands, scores } = await mine(deps, inputs, rows, wantScores, unchecked);
   const hardSet = new Set(hard);
   const samples: JointSample[] = edge.map((own, i) => ({
     // A mining-then-inference hard sample has no edge answer yet: the cloud's (or the fallback's)

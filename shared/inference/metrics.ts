@@ -15,7 +15,7 @@ const seconds = [
 const rows = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
 
 function inferenceMetrics(
-  telemetry: Pick<Telemetry, 'registry'>,
+  telemetry: Pick<Telemetry, 'withRegistry'>,
   sources: { counters?: WorkerCounters; queuedRows: () => number },
 ) {
   const m = defineMetrics(telemetry);
@@ -73,7 +73,7 @@ function inferenceMetrics(
  * window (so every replica shows the service's figures), and shadow calls by outcome.
  */
 function qualityMetrics(
-  telemetry: Pick<Telemetry, 'registry'>,
+  telemetry: Pick<Telemetry, 'withRegistry'>,
   sources: { state: () => QualityState; counters: WorkerCounters },
 ) {
   const m = defineMetrics(telemetry);

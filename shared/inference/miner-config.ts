@@ -1,5 +1,5 @@
 /** The miner a worker runs, from its configured name and both parameter forms. */
-import { hemNames } from '../crds/index.js';
+import { hemNames } from '../crds/schemas.js';
 import type { HemName } from '../crds/index.js';
 import { ConfigError, ValidationError } from '../errors/index.js';
 import { createMiner, parseHemParameters } from './hem.js';

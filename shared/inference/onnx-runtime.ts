@@ -18,6 +18,7 @@ import { Worker } from 'node:worker_threads';
 import type * as Ort from 'onnxruntime-node';
 import type { InferenceSession, Tensor as OrtTensor } from 'onnxruntime-node';
 import type { RunMessage } from './arena.js';
+import type { FiniteFault } from './finite.js';
 import { isDatatype } from './tensor.js';
 import type { Datatype, Signature, Tensor, TensorSpec } from './tensor.js';
 
@@ -194,7 +195,14 @@ interface WireTensor {
  */
 type FailureStage = 'input' | 'run' | 'output';
 
-type RunReply = { outputs: Record<string, WireTensor> } | { error: string; stage: FailureStage };
+/**
+ * A thread's answer to a run: its outputs; why it failed; or, not run, the values that are not
+ * finite in the ranges the requests left to it (finite.ts), one per request and input.
+ */
+type RunReply =
+  | { outputs: Record<string, WireTensor> }
+  | { error: string; stage: FailureStage }
+  | { refused: FiniteFault[] };
 
 /**
  * A thread's state, shared with it in one Int32 (Atomics): the thread is `busy` while it loads
@@ -256,6 +264,53 @@ function arenaInputs(
 }
 
 /**
+ * The values of a run's inputs that are not finite, in the ranges its requests left to the
+ * thread (arena.ts `finite`): for each request and input, its first such element. In the worker,
+ * on the thread's own copy of the inputs (`inputs`, in the message's order). Self-contained (it
+ * is sent as source, see workerMain): the summation is finite.ts's `allFinite`, written out.
+ */
+function finiteFaults(
+  message: RunMessage,
+  inputs: ReadonlyArray<{ data: ArrayLike<unknown> }>,
+): FiniteFault[] {
+  const faults: FiniteFault[] = [];
+  message.inputs.forEach((input, j) => {
+    const ranges = 'finite' in input ? input.finite : undefined;
+    if (ranges === undefined) return;
+    const values = inputs[j]!.data as ArrayLike<number>;
+    for (let r = 0; r < ranges.length; r += 3) {
+      const start = ranges[r + 1]!;
+      const end = start + ranges[r + 2]!;
+      let s0 = 0;
+      let s1 = 0;
+      let s2 = 0;
+      let s3 = 0;
+      let i = start;
+      for (; i + 4 <= end; i += 4) {
+        s0 += values[i]!;
+        s1 += values[i + 1]!;
+        s2 += values[i + 2]!;
+        s3 += values[i + 3]!;
+      }
+      for (; i < end; i += 1) s0 += values[i]!;
+      if (Number.isFinite(s0 + s1 + s2 + s3)) continue;
+      // A sum of finite FP64 values can overflow: only a value that is not finite is a fault.
+      for (let k = start; k < end; k += 1) {
+        if (Number.isFinite(values[k]!)) continue;
+        faults.push({
+          request: ranges[r]!,
+          input: input.name,
+          element: k - start,
+          value: values[k]!,
+        });
+        break;
+      }
+    }
+  });
+  return faults;
+}
+
+/**
  * A run's outputs as posted back (in the worker): each in a buffer of its own, to transfer
  * rather than copy, with OIP's datatype names (`oip`: onnxruntime's type to OIP's); `keep` is
  * never transferred.
@@ -283,13 +338,47 @@ function outputWires(
 }
 
 /**
+ * A run's feeds (in the worker): its inputs from the arena (arenaInputs), checked for finiteness
+ * where its requests asked (finiteFaults), as onnxruntime's tensors; or the reply that ends the
+ * run here, its faults or why the feeds could not be made. Self-contained, sent as source.
+ */
+function runFeeds(
+  message: RunMessage,
+  held: Held,
+  thread: { ort: typeof Ort; types: Record<string, string>; arrays: Record<string, string> },
+  helpers: Pick<WorkerHelpers, 'inputsOf' | 'faultsOf'>,
+): { feeds: Record<string, Ort.Tensor> } | { end: RunReply } {
+  try {
+    const inputs = helpers.inputsOf(message, held, thread.arrays);
+    const refused = helpers.faultsOf(message, inputs);
+    if (refused.length > 0) return { end: { refused } };
+    const feeds: Record<string, Ort.Tensor> = {};
+    for (const { name, datatype, data, shape } of inputs) {
+      const type = thread.types[datatype] as 'float32';
+      feeds[name] = new thread.ort.Tensor(type, data as Float32Array, shape);
+    }
+    return { feeds };
+  } catch (err) {
+    return { end: { error: String(err), stage: 'input' } };
+  }
+}
+
+/** The functions a worker thread is given, as source (see workerMain). */
+interface WorkerHelpers {
+  inputsOf: typeof arenaInputs;
+  wires: typeof outputWires;
+  faultsOf: typeof finiteFaults;
+  feedsOf: typeof runFeeds;
+}
+
+/**
  * What runs inside each worker thread. It is sent as source text (`eval`), with the helpers it
  * takes as arguments, so the same code runs from the TypeScript sources under the test runner,
  * the compiled build and the bundle. It reaches modules only through
  * `process.getBuiltinModule`: a bundler renames `require` and `import` in the code it bundles,
  * but that renamed helper does not exist in the worker.
  */
-function workerMain(inputsOf: typeof arenaInputs, wires: typeof outputWires): void {
+function workerMain(helpers: WorkerHelpers): void {
   const threads = process.getBuiltinModule('node:worker_threads');
   const { runtime, types, arrays, gate, states } = threads.workerData as {
     runtime: string;
@@ -312,16 +401,10 @@ function workerMain(inputsOf: typeof arenaInputs, wires: typeof outputWires): vo
   const leave = () => {
     if (Atomics.compareExchange(gate, 0, states.busy, states.idle) !== states.busy) park();
   };
-  const feedsOf = (message: RunMessage) => {
-    const feeds: Record<string, Ort.Tensor> = {};
-    for (const input of inputsOf(message, held, arrays)) {
-      const type = types[input.datatype] as 'float32';
-      feeds[input.name] = new ort.Tensor(type, input.data as Float32Array, input.shape);
-    }
-    return feeds;
-  };
+  const feedsOf = (message: RunMessage) =>
+    helpers.feedsOf(message, held, { ort, types, arrays }, helpers);
   const reply = (result: Ort.InferenceSession.ReturnType) => {
-    const { outputs, transfer } = wires(result, oip, held.own);
+    const { outputs, transfer } = helpers.wires(result, oip, held.own);
     port.postMessage({ outputs }, transfer);
   };
   const failed = (stage: FailureStage, err: unknown) =>
@@ -334,15 +417,13 @@ function workerMain(inputsOf: typeof arenaInputs, wires: typeof outputWires): vo
       // Anything but a RunMessage is a bug of the main thread's: this thread dies of it (an
       // uncaught error), rather than answering a run it was not sent.
       if (!Array.isArray(message.inputs)) throw new TypeError('not a run message');
-      let feeds: Record<string, Ort.Tensor>;
-      try {
-        feeds = feedsOf(message);
-      } catch (err) {
+      const fed = feedsOf(message);
+      if ('end' in fed) {
         leave();
-        failed('input', err);
+        port.postMessage(fed.end);
         return;
       }
-      session.run(feeds).then(
+      session.run(fed.feeds).then(
         (result) => {
           leave();
           try {
@@ -468,7 +549,7 @@ function spawnThread(): BlankThread {
   // Busy from the start: loading onnxruntime is native work.
   Atomics.store(gate, 0, gateStates.busy);
   const worker = new Worker(
-    `(${workerMain.toString()})(${arenaInputs.toString()}, ${outputWires.toString()})`,
+    `(${workerMain.toString()})({ inputsOf: ${arenaInputs.toString()}, wires: ${outputWires.toString()}, faultsOf: ${finiteFaults.toString()}, feedsOf: ${runFeeds.toString()} })`,
     {
       eval: true,
       workerData: {

@@ -31,6 +31,8 @@ import { isParkedNotice, startOnnxWorker } from './onnx-runtime.js';
 import type { FailureStage, OnnxThread, RunReply, WireTensor } from './onnx-runtime.js';
 import { InputArena } from './arena.js';
 import type { RunMessage } from './arena.js';
+import { notFinite } from './finite.js';
+import type { FiniteCheck, FiniteFault } from './finite.js';
 import { createRequestQueue, smallRows } from './request-queue.js';
 import type { Pending, RequestQueue, Tensors } from './request-queue.js';
 import { sliceRows } from './tensor.js';
@@ -87,9 +89,15 @@ interface InferencePool {
   readonly signature: Signature;
   /**
    * The model's outputs for one request, checked by the caller against the signature. `rows` is
-   * the request's first dimension for a batched model, 1 otherwise.
+   * the request's first dimension for a batched model, 1 otherwise. `unchecked` are inputs whose
+   * finiteness the inference thread checks before the run (finite.ts): a value that is not
+   * finite fails this request alone, with the 400 the parser would have given.
    */
-  infer(inputs: Readonly<Tensors>, rows: number): Promise<Tensors>;
+  infer(
+    inputs: Readonly<Tensors>,
+    rows: number,
+    unchecked?: readonly FiniteCheck[],
+  ): Promise<Tensors>;
   /** Rows waiting for a worker. */
   queuedRows(): number;
   close(): Promise<void>;
@@ -240,7 +248,11 @@ class HealingPool implements ServingPool {
     }
   }
 
-  infer(inputs: Readonly<Tensors>, rows: number): Promise<Tensors> {
+  infer(
+    inputs: Readonly<Tensors>,
+    rows: number,
+    unchecked?: readonly FiniteCheck[],
+  ): Promise<Tensors> {
     if (this.closed) return Promise.reject(new UnavailableError('inference pool is shutting down'));
     if (!this.accepting()) return Promise.reject(this.noThread());
     if (this.queue.rows() + rows > this.options.maxQueueRows) {
@@ -258,6 +270,7 @@ class HealingPool implements ServingPool {
       const pending: Pending = {
         inputs,
         rows,
+        unchecked: unchecked === undefined || unchecked.length === 0 ? undefined : unchecked,
         key,
         since: performance.now(),
         state: 'queued',
@@ -416,6 +429,7 @@ class HealingPool implements ServingPool {
       message = slot.arena.pack(
         this.inputNames,
         batch.map((pending) => pending.inputs),
+        batch.map((pending) => pending.unchecked),
       );
     } catch (err) {
       slot.run = undefined;
@@ -439,6 +453,10 @@ class HealingPool implements ServingPool {
   /** A run's reply to the requests still waiting for it (some may have passed their deadline). */
   private deliver(batch: readonly Pending[], reply: RunReply): void {
     const waiting = batch.filter((pending) => pending.state === 'running');
+    if ('refused' in reply) {
+      this.refuse(batch, reply.refused);
+      return;
+    }
     if ('error' in reply) {
       // Joined: which request failed it is unknown, so each runs again alone.
       if (batch.length > 1) this.retryAlone(waiting, false);
@@ -460,6 +478,23 @@ class HealingPool implements ServingPool {
       return;
     }
     batch.forEach((pending, i) => this.settle(pending, parts[i]!));
+  }
+
+  /**
+   * A run the thread refused before running it: the requests with a value that is not finite
+   * get their 400, the others go back to the front of the queue, as they were.
+   */
+  private refuse(batch: readonly Pending[], faults: readonly FiniteFault[]): void {
+    for (const fault of faults) {
+      const pending = batch[fault.request];
+      if (pending === undefined || pending.state !== 'running') continue;
+      const check = pending.unchecked?.find((c) => c.input === fault.input);
+      const where = check?.where ?? `input ${fault.input}`;
+      this.settle(pending, notFinite(where, fault.element, fault.value));
+    }
+    const rest = batch.filter((pending) => pending.state === 'running');
+    for (const pending of rest) pending.state = 'queued';
+    this.queue.requeue(rest);
   }
 
   private retryAlone(requests: readonly Pending[], everyone: boolean): void {

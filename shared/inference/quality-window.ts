@@ -12,8 +12,11 @@
  * a reset, and calibration reads only from the newest reset on: after a shift, evidence from
  * before it would hold the cut where it no longer belongs.
  */
-import type { RedisClient } from '../redis/index.js';
-import { defineIdempotentScript, hashTag, key, runScript } from '../redis/index.js';
+// By file, not the domain's index: the index loads ioredis, which a worker without Redis never needs.
+import { runScript } from '../redis/client.js';
+import type { RedisClient } from '../redis/client.js';
+import { defineIdempotentScript } from '../redis/idempotency.js';
+import { hashTag, key } from '../redis/keys.js';
 import { addQuality, flipDrift } from './lua/index.js';
 import { repeat } from './repeat.js';
 import type { Logger } from '../telemetry/index.js';

@@ -6,7 +6,7 @@
  * upstream. The message, its route and its credentials are upstream-status's contract with the
  * edge (shared/messages/worker-message.ts).
  */
-import { workerQuality } from '../crds/index.js';
+import { workerQuality } from '../crds/schemas.js';
 import type { WorkerQuality } from '../crds/index.js';
 import { nodeHeader, reportPath } from '../messages/worker-message.js';
 import type { WorkerMessage } from '../messages/worker-message.js';

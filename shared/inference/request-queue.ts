@@ -6,6 +6,7 @@
  * small ones along). A request answered while queued (its deadline passed, the pool
  * closed) stops counting at once (`forget`) and is dropped when a `take` reaches it.
  */
+import type { FiniteCheck } from './finite.js';
 import type { Tensor } from './tensor.js';
 
 type Tensors = Record<string, Tensor>;
@@ -15,6 +16,8 @@ interface Pending {
   /** Emptied once answered: a dropped entry still in a queue holds no tensors. */
   inputs: Readonly<Tensors>;
   rows: number;
+  /** Inputs the thread checks for finiteness before the run (finite.ts). */
+  unchecked: readonly FiniteCheck[] | undefined;
   /** Requests with the same key may share a session run. */
   key: string;
   since: number;
@@ -38,6 +41,8 @@ interface RequestQueue {
   forget(pending: Pending): void;
   /** The next batch: the head request and those that may join it (call only when rows() > 0). */
   take(): Pending[];
+  /** Puts `batch` back at the front, as it was (its requests may be joined again). */
+  requeue(batch: readonly Pending[]): void;
   /**
    * Puts `batch` back at the front, each request with a key of its own so that it runs alone;
    * with `everyone`, every waiting request too (and those keys are the caller's from then on).
@@ -111,6 +116,12 @@ function createRequestQueue(maxBatch: number): RequestQueue {
       let taken = 0;
       for (const queue of from) taken = takeMatching(queue, head.key, batch, taken);
       return batch;
+    },
+    requeue(batch) {
+      for (const pending of [...batch].reverse()) {
+        queueOf(pending).unshift(pending);
+        rows += pending.rows;
+      }
     },
     requeueAlone(batch, uniqueKey, everyone) {
       for (const pending of [...batch].reverse()) {

@@ -9,7 +9,7 @@ import type { z } from 'zod';
 import { ConfigError } from '../errors/index.js';
 import { edgeMiningSpec, edgeTask, nodeKeys } from '../messages/edge-task.js';
 import type { EdgeMiningSpec } from '../messages/edge-task.js';
-import type { RedisClient } from '../redis/index.js';
+import type { RedisClient } from '../redis/client.js';
 import { repeat } from './repeat.js';
 import type { Logger } from '../telemetry/index.js';
 import type { HardExampleMiner } from './hem.js';

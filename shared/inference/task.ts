@@ -9,7 +9,7 @@
  *   padded to the batch's largest K, and `num_detections` INT32 [N];
  * - raw: the model's own outputs, for models no miner reads (input-only miners still apply).
  */
-import { task as taskSchema } from '../crds/index.js';
+import { task as taskSchema } from '../crds/schemas.js';
 import type { TaskSpec } from '../crds/index.js';
 import { ConfigError, ValidationError } from '../errors/index.js';
 import { describeIssues } from '../schema/index.js';

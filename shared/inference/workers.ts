@@ -8,11 +8,9 @@ import { hostname } from 'node:os';
 import type { RuntimeConfig } from '../config/index.js';
 import { ConfigError } from '../errors/index.js';
 import type { FunctionDefinition } from '../http/index.js';
-import { requireRedis } from '../redis/index.js';
-import type { RedisClient } from '../redis/index.js';
+import type { RedisClient } from '../redis/client.js';
 import type { Telemetry } from '../telemetry/index.js';
 import { createBudget } from './budget.js';
-import { createCloudClient } from './cloud-client.js';
 import { loadEdgeConfig, loadServingConfig } from './config.js';
 import type { ServingConfig } from './config.js';
 import { cloudInferDefinition, edgeInferDefinition, threadsReadiness } from './definition.js';
@@ -30,10 +28,7 @@ import type { QualityWindow } from './quality-window.js';
 import { createShadow } from './shadow.js';
 import { createInferencePool } from './pool.js';
 import type { InferencePool, ServingPool, ThreadEvent } from './pool.js';
-import { startReporter } from './reporter.js';
-import { createHardExampleSink } from './sink.js';
 import { createTaskAdapter } from './task.js';
-import { watchTask } from './task-reload.js';
 
 interface Runtime {
   config: RuntimeConfig;
@@ -282,12 +277,61 @@ function qualityReporter(edge: EdgeConfig, window: QualityWindow | undefined) {
   return () => qualityReport(window, { objective, shadowRate, raiseAt });
 }
 
+/**
+ * The modules only some settings use, loaded only when those are set (started before the model
+ * loads, awaited after it): ioredis with REDIS_URL, the cloud client (cockatiel) with CLOUD_URL,
+ * the hard-example sink (the CloudEvents SDK) with K_SINK, the status reporter (the worker
+ * message's schema, and with it every CRD's) with UPSTREAM_STATUS_URL, the task watcher with
+ * Redis, NODE_NAME and SERVICE_NAME. Loading modules is most of a worker's
+ * start on the HTTP thread (docs/benchmarks.md, the edge worker), and a worker without these
+ * settings never uses them.
+ */
+async function optionalModules(config: RuntimeConfig, edge: EdgeConfig) {
+  const redis = config.redis.url === undefined ? undefined : import('../redis/connection.js');
+  const watching = redis !== undefined && edge.node !== undefined && edge.service !== undefined;
+  const [connection, cloud, sink, reporter, taskReload] = await Promise.all([
+    redis,
+    edge.cloud === undefined ? undefined : import('./cloud-client.js'),
+    edge.sink === undefined ? undefined : import('./sink.js'),
+    edge.report === undefined ? undefined : import('./reporter.js'),
+    watching ? import('./task-reload.js') : undefined,
+  ]);
+  return { connection, cloud, sink, reporter, taskReload };
+}
+
+type OptionalModules = Awaited<ReturnType<typeof optionalModules>>;
+
+/** The cloud client and the hard-example sink, when configured. */
+function offloadParts(
+  edge: EdgeConfig,
+  modules: OptionalModules,
+): Pick<JointDeps, 'cloud' | 'emitHardExamples'> {
+  const { cloud, sink } = modules;
+  return {
+    cloud:
+      edge.cloud === undefined || cloud === undefined
+        ? undefined
+        : cloud.createCloudClient(edge.cloud),
+    ...(edge.sink === undefined || sink === undefined
+      ? {}
+      : {
+          emitHardExamples: sink.createHardExampleSink({
+            url: edge.sink,
+            source: '/apis/edgeai.io/functions/edge-infer',
+            attempts: 3,
+          }),
+        }),
+  };
+}
+
 /** What runs beside the requests: the status reporter and the task watcher, when configured. */
 function edgeBackground(
   edge: EdgeConfig,
   parts: {
     joint: JointDeps;
     redis: RedisClient | undefined;
+    /** The task watcher's and the reporter's modules, when loaded (optionalModules). */
+    modules: OptionalModules;
     counters: WorkerCounters;
     quality: (() => ReturnType<typeof qualityReport>) | undefined;
     setBudget: (target: number | undefined) => void;
@@ -295,9 +339,9 @@ function edgeBackground(
   telemetry: Telemetry,
 ) {
   const reporter =
-    edge.report === undefined
+    edge.report === undefined || parts.modules.reporter === undefined
       ? undefined
-      : startReporter({
+      : parts.modules.reporter.startReporter({
           ...edge.report,
           reporter: `${hostname()}:${Date.now()}`,
           counters: parts.counters,
@@ -305,9 +349,12 @@ function edgeBackground(
           ...(parts.quality === undefined ? {} : { quality: parts.quality }),
         });
   const watcher =
-    parts.redis === undefined || edge.node === undefined || edge.service === undefined
+    parts.redis === undefined ||
+    parts.modules.taskReload === undefined ||
+    edge.node === undefined ||
+    edge.service === undefined
       ? undefined
-      : watchTask({
+      : parts.modules.taskReload.watchTask({
           redis: parts.redis,
           node: edge.node,
           service: edge.service,
@@ -328,6 +375,9 @@ async function startEdgeWorker({ config, telemetry }: Runtime): Promise<Worker> 
     workerParameters: serving.workerParameters,
   });
   const counters = new WorkerCounters();
+  const loading = optionalModules(config, edge);
+  // Awaited below: not an unhandled rejection should the settings or the model fail first.
+  loading.catch(() => undefined);
   // The drift reference is read and checked while the model loads in its threads.
   const { model, early } = await serveModel(serving, telemetry, counters, () =>
     driftReference(serving, edge, telemetry),
@@ -335,32 +385,24 @@ async function startEdgeWorker({ config, telemetry }: Runtime): Promise<Worker> 
   const { pool, metrics, task } = model;
   const mining = { miner: miner.name, targetOffloadRatio };
   const scorer = await checkedScorer(edge, mining, model, early);
+  const modules = await loading;
   const warn = (fields: Record<string, unknown>, message: string) =>
     telemetry.log.warn(fields, message);
   const redis: RedisClient | undefined =
-    config.redis.url === undefined
+    modules.connection === undefined
       ? undefined
-      : requireRedis(config.redis, 'edge-infer', telemetry.log);
+      : modules.connection.requireRedis(config.redis, 'edge-infer', telemetry.log);
   // Replicas of one service share a budget window; a worker outside a service has its own.
   const service = edge.service ?? `local/${serving.modelName}`;
   const joint: JointDeps = {
     edge: pool,
     task,
-    cloud: edge.cloud === undefined ? undefined : createCloudClient(edge.cloud),
     miner,
     settings: edge.joint,
     counters,
     observe: metrics.observe,
     ...qualityParts(edge, redis, service, scorer, telemetry, counters),
-    ...(edge.sink === undefined
-      ? {}
-      : {
-          emitHardExamples: createHardExampleSink({
-            url: edge.sink,
-            source: '/apis/edgeai.io/functions/edge-infer',
-            attempts: 3,
-          }),
-        }),
+    ...offloadParts(edge, modules),
   };
   const setBudget = budgetHolder(joint, (target) =>
     createBudget({ redis, service, target, ...edge.budget, log: telemetry.log }),
@@ -369,7 +411,7 @@ async function startEdgeWorker({ config, telemetry }: Runtime): Promise<Worker> 
   const quality = qualityReporter(edge, joint.quality);
   const background = edgeBackground(
     edge,
-    { joint, redis, counters, quality, setBudget },
+    { joint, redis, modules, counters, quality, setBudget },
     telemetry,
   );
   const definition = edgeInferDefinition({

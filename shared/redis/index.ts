@@ -1,12 +1,6 @@
 /** Redis: the fail-fast client, key naming, scripts and exactly-once effects. */
-export {
-  createRedis,
-  requireRedis,
-  waitReady,
-  redisReadiness,
-  luaScript,
-  runScript,
-} from './client.js';
+export { createRedis, requireRedis, waitReady, redisReadiness } from './connection.js';
+export { luaScript, runScript } from './client.js';
 export { hashTag, key } from './keys.js';
 export { luaFile } from './scripts.js';
 export { defineIdempotentScript } from './idempotency.js';
