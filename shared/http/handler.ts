@@ -101,7 +101,11 @@ type EventCodec = typeof CloudEvents;
 /**
  * The codec, loaded by the first request that may carry an event (`mayCarryEvent`), not at start:
  * loading it is a tenth of a worker's start, and the inference workers' requests are plain HTTP.
+ * A function that declares events loads it a second after start (`preloadCodecAfterMs`) all the
+ * same, so its first event (a federated trainer's first round, say) does not wait for it.
  */
+const preloadCodecAfterMs = 1000;
+
 const codec: { loaded: EventCodec | undefined; loading: Promise<EventCodec> | undefined } = {
   loaded: undefined,
   loading: undefined,
@@ -600,6 +604,8 @@ function run(
  */
 function createHandler(definition: FunctionDefinition, options: HandlerOptions) {
   const eventRoutes = new Map(definition.events.map((route) => [route.type, route]));
+  if (eventRoutes.size > 0)
+    setTimeout(() => void loadCodec().catch(() => undefined), preloadCodecAfterMs).unref();
   const served: Served = {
     definition,
     options,
