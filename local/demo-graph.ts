@@ -5,9 +5,9 @@
  * and the router's share per child before and after. Rewarded for accuracy alone, the router
  * learns to offload nearly everything (a right answer from the cloud is worth as much as one
  * from the edge); so the same digits then go through the same graph with a cost on the cloud
- * arm (`router.costs`, lambda per offloaded request: the router maximises accuracy minus
- * lambda times offload), run by an executor Service of its own from a hand-written plan, and
- * the two are printed side by side. Then the graph is deleted and its Services seen gone. The
+ * arm (the MLGraph's `router.costs`, lambda per offloaded request: the router maximises
+ * accuracy minus lambda times offload), applied as a second MLGraph, and the two are printed
+ * side by side. Then the graph is deleted and its Services seen gone. The
  * two models are cloud-infer Services of the project's classifiers.
  */
 import type { Kube, KubeObject } from '../shared/k8s/index.js';
@@ -205,76 +205,48 @@ async function learn({ stack, step }: Step, url: string, n: number, windows: num
 }
 
 /**
- * The sample graph as the controller plans it (every model at its URL, the join built in), its
- * router's cloud arm costing `lambda`: run by an executor Service of its own (the router
- * function with MLGRAPH_GRAPH), so its router learns from nothing, on its own Redis state.
+ * The sample graph with its router's cloud arm costing `lambda` (the MLGraph's `router.costs`),
+ * as a second MLGraph of its own: its executor and router Services are its own, so its router
+ * learns from nothing, on its own Redis state.
  */
-function costedPlan(edge: string, cloud: string) {
-  const toAnswer = [{ node: 'answer' }];
-  return {
-    graph: `${ns}/${graphName}-costed`,
-    root: 'pick',
-    timeoutMs: 5000,
-    nodes: [
-      {
-        name: 'pick',
-        kind: 'router',
-        router: {
-          node: `${ns}.${graphName}-costed-pick`,
-          strategy: { kind: 'thompson' },
-          costs: { cloud: { perRequest: lambda } },
-        },
-        children: [
-          { node: 'edge', timeoutMs: 1000, retries: 1 },
-          { node: 'cloud', timeoutMs: 1000, retries: 1 },
-        ],
-      },
-      { name: 'edge', kind: 'model', url: edge, model: { name: 'edge' }, children: toAnswer },
-      { name: 'cloud', kind: 'model', url: cloud, model: { name: 'cloud' }, children: toAnswer },
-      { name: 'answer', kind: 'join', join: { type: 'any' } },
-    ],
-  };
+function costedGraph(root: URL, name: string): KubeObject {
+  const sample = readManifest(new URL(sampleFile, root), sampleFile);
+  const spec = sample['spec'] as { nodes: Array<{ name: string; router?: object }> };
+  const nodes = spec.nodes.map((node) =>
+    node.name === 'pick'
+      ? { ...node, router: { ...node.router, costs: { cloud: { perRequest: lambda } } } }
+      : node,
+  );
+  return { ...sample, metadata: { name, namespace: ns }, spec: { ...spec, nodes } };
 }
 
-/** The same digits through the same graph with the cloud arm's cost; its executor removed after. */
-async function learnWithCost(at: Step, n: number, windows: number) {
+/** The same digits through the costed graph; the graph deleted after, its Services with it. */
+async function learnWithCost(at: Step, root: URL, n: number, windows: number) {
   const { stack, step, wait } = at;
-  const [edge, cloud] = ['digits-edge', 'digits-cloud'].map((name) => stack.urlOf(ns, name));
-  if (edge === undefined || cloud === undefined) throw new Error('the model Services have no URL');
   const name = `${graphName}-costed`;
-  // Its environment's sources (the Secret with REDIS_URL) as reconcile-tick gives the graph's own.
-  const executor = (await stack.kube.get(serviceRef(graphName)))['spec'] as {
-    template: { spec: { containers: Array<{ envFrom?: unknown[] }> } };
-  };
-  const envFrom = executor.template.spec.containers[0]?.envFrom ?? [];
-  await stack.kube.create('knativeService', ns, {
-    apiVersion: 'serving.knative.dev/v1',
-    kind: 'Service',
-    metadata: { name, namespace: ns },
-    spec: {
-      template: {
-        spec: {
-          containers: [
-            {
-              image: 'edgeai',
-              envFrom,
-              env: [
-                { name: 'FUNCTION_TARGET', value: 'router' },
-                { name: 'MLGRAPH_GRAPH', value: JSON.stringify(costedPlan(edge, cloud)) },
-              ],
-            },
-          ],
-        },
-      },
-    },
-  });
-  await whenReady(stack.kube, name, wait);
+  const ref = { ...graphRef, name };
+  await stack.kube.create('mlGraph', ns, costedGraph(root, name));
+  await waitFor(
+    `MLGraph ${name} to become Ready`,
+    async () => (ready(await stack.kube.get(ref)) ? true : undefined),
+    { timeoutMs: 120_000, why: async () => readiness(await stack.kube.get(ref)), ...wait },
+  );
   const url = await waitFor(`the ${name} route`, () => stack.urlOf(ns, name), wait);
   step(
-    `graph          the same graph, its cloud arm costing ${lambda} a request (router.costs; executor ${name}, a hand-written plan): the router maximises accuracy - ${lambda} x offload`,
+    `graph          MLGraph ${name}: the same spec, its router's cloud arm costing ${lambda} a request (router.costs): the router maximises accuracy - ${lambda} x offload`,
   );
   const sent = await sendWindows(step, { url, model: name, label: 'costed' }, n, windows);
-  await stack.kube.delete(serviceRef(name));
+  await stack.kube.delete(ref);
+  await waitFor(
+    `the ${name} Services to be deleted with it`,
+    async () => {
+      const left = await stack.kube.list('knativeService', { namespace: ns });
+      return left.items.some((s) => s.metadata.labels?.['edgeai.io/mlgraph'] === name)
+        ? undefined
+        : true;
+    },
+    wait,
+  );
   return sent;
 }
 
@@ -300,7 +272,7 @@ async function removeGraph({ stack, step, wait }: Step): Promise<void> {
 async function graphDemo(at: Step, root: URL, n: number): Promise<GraphFigures> {
   const url = await deployGraph(at, root);
   const blind = await learn(at, url, n, 5);
-  const costed = await learnWithCost(at, n, 5);
+  const costed = await learnWithCost(at, root, n, 5);
   const line = (label: string, o: GraphFigures['outcome']['blind']) =>
     `graph          ${label}: accuracy ${(100 * o.accuracy).toFixed(1)}%, offloaded ${(100 * o.offload).toFixed(1)}%, accuracy - ${lambda} x offload ${o.net.toFixed(3)}`;
   at.step(line('cost-blind router (reward = right answer)', blind.outcome));

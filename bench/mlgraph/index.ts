@@ -1,11 +1,13 @@
 /**
  * bench/mlgraph: what running models as an ML graph costs over calling them. The project's two
  * digit classifiers (models/edge.onnx "small", models/cloud.onnx "large") are served by
- * cloud-infer, each in its own process from the bundle; three graph executors (the router
+ * cloud-infer, each in its own process from the bundle; four graph executors (the router
  * function with MLGRAPH_GRAPH, from the bundle) run (1) an ensemble — a static built-in router
- * over both members, their answers joined in the executor (a built-in join) — (2) the same
- * ensemble joined by a joiner process through Redis (a join of your own, `join.url`), and (3) a
- * Thompson built-in router over two children that are both the large member. The same batch-1
+ * over both members, their answers joined in the executor (a built-in join) — (1b) the same with
+ * MLGRAPH_PIPELINE=true (the member calls of one turn back to back on one connection, not each
+ * on a connection of its own), (2) the same ensemble joined by a joiner process through Redis (a
+ * join of your own, `join.url`), and (3) a Thompson built-in router over two children that are
+ * both the large member. The same batch-1
  * OIP JSON request goes, over the same number of keep-alive connections, to a bare
  * functions-framework hello (the ceiling), each member directly, and each graph: alternating
  * phases, several rounds, medians; a second condition with one connection shows latency
@@ -86,17 +88,20 @@ async function startAll(fleet: Fleet) {
   };
   const graphs = {
     ensemble: ensemblePlan(members),
+    pipelined: ensemblePlan(members, undefined, 'ensemble-pipelined'),
     remote: ensemblePlan(members, joiner.base),
     router: routerPlan(members),
   };
-  const executor = (plan: typeof graphs.ensemble) =>
+  const executor = (plan: typeof graphs.ensemble, env: Record<string, string> = {}) =>
     fleet.startFunction(`executor ${plan.graph}`, {
       FUNCTION_TARGET: 'router',
       MLGRAPH_GRAPH: JSON.stringify(plan),
       REDIS_URL: redis.url,
+      ...env,
     });
-  const [ensemble, remote, routerGraph] = await Promise.all([
+  const [ensemble, pipelined, remote, routerGraph] = await Promise.all([
     executor(graphs.ensemble),
+    executor(graphs.pipelined, { MLGRAPH_PIPELINE: 'true' }),
     executor(graphs.remote),
     executor(graphs.router),
   ]);
@@ -105,6 +110,7 @@ async function startAll(fleet: Fleet) {
     small: `${small.base}/v2/models/edge/infer`,
     large: `${large.base}/v2/models/cloud/infer`,
     ensemble: `${ensemble.base}/v2/models/${routeName(graphs.ensemble)}/infer`,
+    'ensemble-pipelined': `${pipelined.base}/v2/models/${routeName(graphs.pipelined)}/infer`,
     'ensemble-remote': `${remote.base}/v2/models/${routeName(graphs.remote)}/infer`,
     'router-graph': `${routerGraph.base}/v2/models/${routeName(graphs.router)}/infer`,
   };
@@ -113,6 +119,7 @@ async function startAll(fleet: Fleet) {
     ['small', small.pid],
     ['large', large.pid],
     ['ensemble executor', ensemble.pid],
+    ['pipelined executor', pipelined.pid],
     ['remote-join executor', remote.pid],
     ['router executor', routerGraph.pid],
     ['joiner', joiner.pid],
@@ -147,7 +154,7 @@ async function measure(
 function figuresOf(c: Condition, suffix: string): Record<string, number> {
   const out: Record<string, number> = {};
   for (const name of names) {
-    const key = name.replace('-', '_');
+    const key = name.replaceAll('-', '_');
     out[`${key}_rps${suffix}`] = Math.round(c.summary[name].rps);
     if (name === 'hello') continue;
     out[`${key}_p50_ms${suffix}`] = round3(c.summary[name].p50);
@@ -156,6 +163,7 @@ function figuresOf(c: Condition, suffix: string): Record<string, number> {
   out[`mlgraph_ensemble_vs_slowest_member${suffix}`] = round3(c.ensembleVsSlowest);
   out[`mlgraph_ensemble_vs_pair${suffix}`] = round3(c.ensembleVsPair);
   out[`mlgraph_remote_join_vs_pair${suffix}`] = round3(c.remoteVsPair);
+  out[`mlgraph_pipelined_vs_pair${suffix}`] = round3(c.pipelinedVsPair);
   // The target is the 1-connection one (latency with cores to spare); the loaded one is shown.
   out[suffix === '_c1' ? 'mlgraph_overhead_p50_ms' : 'mlgraph_overhead_p50_ms_c4'] = round3(
     c.overheadP50,
@@ -167,10 +175,13 @@ function figuresOf(c: Condition, suffix: string): Record<string, number> {
 function costFigures(c: Condition): Record<string, number> {
   const inExecutor = graphCost(c, 'ensemble', 'ensemble executor');
   const remote = graphCost(c, 'ensemble-remote', 'remote-join executor');
+  const pipelined = graphCost(c, 'ensemble-pipelined', 'pipelined executor');
   return {
     mlgraph_graph_cpu_x_member: round3(inExecutor.xMember),
     mlgraph_ensemble_cpu_vs_members: round3(inExecutor.vsMembers),
     mlgraph_graph_cpu_ms_per_req: round3(inExecutor.added),
+    mlgraph_pipelined_graph_cpu_x_member: round3(pipelined.xMember),
+    mlgraph_pipelined_cpu_vs_members: round3(pipelined.vsMembers),
     mlgraph_remote_join_graph_cpu_x_member: round3(remote.xMember),
     mlgraph_remote_join_cpu_vs_members: round3(remote.vsMembers),
   };

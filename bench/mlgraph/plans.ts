@@ -22,7 +22,7 @@ const routeName = (plan: Plan): string => plan.graph.split('/')[1]!;
  * the executor itself (a built-in join, as the controller plans a join without a url), or by
  * the joiner function at `joiner` (a join of your own, through Redis).
  */
-function ensemblePlan(members: Members, joiner?: string): Plan {
+function ensemblePlan(members: Members, joiner?: string, name?: string): Plan {
   const member = (name: 'small' | 'large') => ({
     name,
     kind: 'model' as const,
@@ -30,7 +30,7 @@ function ensemblePlan(members: Members, joiner?: string): Plan {
     model: { name: members[name].model },
     children: [{ node: 'both' }],
   });
-  const graph = joiner === undefined ? 'ensemble' : 'ensemble-remote';
+  const graph = name ?? (joiner === undefined ? 'ensemble' : 'ensemble-remote');
   return {
     graph: `bench/${graph}`,
     root: 'pick',

@@ -6,7 +6,15 @@ import { median, printTable } from '../support/report.js';
 import type { Phase } from './load.js';
 
 /** The targets, in the order each round visits them. */
-const names = ['hello', 'small', 'large', 'ensemble', 'ensemble-remote', 'router-graph'] as const;
+const names = [
+  'hello',
+  'small',
+  'large',
+  'ensemble',
+  'ensemble-pipelined',
+  'ensemble-remote',
+  'router-graph',
+] as const;
 type Name = (typeof names)[number];
 
 interface Figures {
@@ -24,6 +32,8 @@ interface Condition {
   ensembleVsPair: number;
   /** The same with the join in the joiner function. */
   remoteVsPair: number;
+  /** The same with the executor's calls of a turn pipelined (MLGRAPH_PIPELINE=true). */
+  pipelinedVsPair: number;
   /** Router graph p50 minus the large member's p50, ms (medians). */
   overheadP50: number;
   /** Median CPU ms per request by process label, per target. */
@@ -56,6 +66,8 @@ function summarize(phases: Record<Name, Phase[]>, seconds: number): Omit<Conditi
     ensembleVsSlowest: summary.ensemble.rps / Math.min(summary.small.rps, summary.large.rps),
     ensembleVsPair: summary.ensemble.rps * (1 / summary.small.rps + 1 / summary.large.rps),
     remoteVsPair: summary['ensemble-remote'].rps * (1 / summary.small.rps + 1 / summary.large.rps),
+    pipelinedVsPair:
+      summary['ensemble-pipelined'].rps * (1 / summary.small.rps + 1 / summary.large.rps),
     overheadP50: summary['router-graph'].p50 - summary.large.p50,
     cpu: Object.fromEntries(names.map((n) => [n, cpuPerRequest(phases[n])])) as Condition['cpu'],
     cores: Object.fromEntries(
@@ -72,6 +84,7 @@ const describe: Record<Name, string> = {
   small: 'small member direct (cloud-infer, edge.onnx)',
   large: 'large member direct (cloud-infer, cloud.onnx)',
   ensemble: 'ensemble graph (static router, both, inner join in the executor)',
+  'ensemble-pipelined': 'the same, MLGRAPH_PIPELINE=true (calls of a turn on one connection)',
   'ensemble-remote': 'the same, joined by the joiner function (join.url)',
   'router-graph': 'router graph (Thompson over a, b = large)',
 };
@@ -95,7 +108,8 @@ function printCondition(c: Condition): void {
   );
   process.stdout.write(
     `ensemble / slowest member: ${c.ensembleVsSlowest.toFixed(3)}; ensemble / the pair: ` +
-      `${c.ensembleVsPair.toFixed(3)} (joiner function: ${c.remoteVsPair.toFixed(3)}); ` +
+      `${c.ensembleVsPair.toFixed(3)} (pipelined: ${c.pipelinedVsPair.toFixed(3)}; joiner ` +
+      `function: ${c.remoteVsPair.toFixed(3)}); ` +
       `router graph p50 - large p50: ${c.overheadP50.toFixed(3)} ms\n`,
   );
 }
@@ -118,8 +132,11 @@ const total = (m: ReadonlyMap<string, number>) => [...m.values()].reduce((a, b) 
 /** CPU ms per request, all processes, per target; and the graph processes' own share. */
 function cpuFigures(c: Condition): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const n of names) out[`${n.replace('-', '_')}_cpu_ms_per_req`] = r2(total(c.cpu[n]));
+  for (const n of names) out[`${n.replaceAll('-', '_')}_cpu_ms_per_req`] = r2(total(c.cpu[n]));
   out['ensemble_executor_cpu_ms_per_req'] = r2(c.cpu.ensemble.get('ensemble executor') ?? 0);
+  out['ensemble_pipelined_executor_cpu_ms_per_req'] = r2(
+    c.cpu['ensemble-pipelined'].get('pipelined executor') ?? 0,
+  );
   out['ensemble_remote_executor_cpu_ms_per_req'] = r2(
     c.cpu['ensemble-remote'].get('remote-join executor') ?? 0,
   );
@@ -136,7 +153,11 @@ function cpuFigures(c: Condition): Record<string, number> {
  * load generator's included); `vsMembers` all CPU per ensemble request over the two members'
  * direct-call CPU together.
  */
-function graphCost(c: Condition, target: 'ensemble' | 'ensemble-remote', executor: string) {
+function graphCost(
+  c: Condition,
+  target: 'ensemble' | 'ensemble-pipelined' | 'ensemble-remote',
+  executor: string,
+) {
   const at = (t: Name, label: string) => c.cpu[t].get(label) ?? 0;
   const extra = (member: 'small' | 'large') => Math.max(0, at(target, member) - at(member, member));
   const added =
@@ -162,6 +183,7 @@ function printGraphCost(c: Condition): void {
     (
       [
         ['in the executor', graphCost(c, 'ensemble', 'ensemble executor')],
+        ['the same, pipelined', graphCost(c, 'ensemble-pipelined', 'pipelined executor')],
         ['joiner function', graphCost(c, 'ensemble-remote', 'remote-join executor')],
       ] as const
     ).map(([label, g]) => [label, r2(g.added), r2(g.xMember), r2(g.vsMembers)]),
@@ -182,7 +204,7 @@ function printNotes(conditions: readonly Condition[], cores: number): void {
     .filter(([label]) => label !== 'client')
     .sort((a, b) => b[1] - a[1])[0]!;
   process.stdout.write(
-    `\nnote: the machine has ${cores} cores and every process — both members, the three executors, the ` +
+    `\nnote: the machine has ${cores} cores and every process — both members, the four executors, the ` +
       `joiner, redis-server, the hello server and the load generator — shares them. An ensemble ` +
       `request costs ${ensemble.toFixed(2)} ms of CPU over all its processes, ` +
       `${(ensemble / slowest).toFixed(1)}x a direct call to the costlier member ` +

@@ -2,12 +2,12 @@
  * router: an ML-graph node that picks the children each request goes to, and learns from
  * rewards; with MLGRAPH_GRAPH, a whole graph's executor (its entry node).
  */
-import { createHttpClient } from '../../shared/http/index.js';
 import type { FunctionFactory } from '../../shared/http/index.js';
 import {
   createBuiltinOutliers,
   createBuiltinRouters,
   createExecutor,
+  createGraphClient,
   createLatencyBook,
   createPathStore,
   createRouteStore,
@@ -36,7 +36,7 @@ const graphFactory: FunctionFactory = async ({ config, telemetry }) => {
     [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
     ['node', 'outcome'],
   );
-  const client = createHttpClient();
+  const client = createGraphClient({ pipeline: settings.pipeline });
   // Each node's call latency, for routers whose children cost by latency (arm-costs.ts).
   const latency = createLatencyBook();
   const executor = createExecutor({

@@ -92,6 +92,19 @@ function nodeUrl(node: GraphNode, namespace: string): string | undefined {
   return own[node.kind];
 }
 
+/** A built-in router as the executor runs it, on the state its Service shares. */
+function plannedRouter(node: GraphNode, graph: string, namespace: string) {
+  const costs = node.router?.costs;
+  return {
+    node: nodeKeyOf(graph, node.name, namespace),
+    // The CRD's flat form of the strategy; graphProblems checked it against the router's own
+    // schema, and the plan is parsed with it below.
+    strategy: (node.router?.strategy ?? { kind: 'static' }) as RouterStrategy,
+    // What each child costs its bandit: the executor runs the router, so both kinds.
+    ...(costs === undefined ? {} : { costs }),
+  };
+}
+
 function planNode(node: GraphNode, graph: string, namespace: string): PlanNodeInput {
   const { model, join, outlier } = node;
   const builtinRouter = node.kind === 'router' && isDeployed(node);
@@ -99,16 +112,7 @@ function planNode(node: GraphNode, graph: string, namespace: string): PlanNodeIn
     name: node.name,
     kind: node.kind,
     url: nodeUrl(node, namespace),
-    ...(builtinRouter
-      ? {
-          router: {
-            node: nodeKeyOf(graph, node.name, namespace),
-            // The CRD's flat form of the strategy; graphProblems checked it against the
-            // router's own schema, and the plan is parsed with it below.
-            strategy: (node.router?.strategy ?? { kind: 'static' }) as RouterStrategy,
-          },
-        }
-      : {}),
+    ...(builtinRouter ? { router: plannedRouter(node, graph, namespace) } : {}),
     ...(node.kind === 'model' && model !== undefined
       ? { model: { name: model.name, version: model.version } }
       : {}),
@@ -166,7 +170,19 @@ function routerEnv(node: GraphNode, key: string): Record<string, string | number
     MLGRAPH_NODE: key,
     MLGRAPH_CHILDREN: (node.children ?? []).map((c) => c.node).join(','),
     MLGRAPH_ROUTE: JSON.stringify(node.router?.strategy ?? { kind: 'static' }),
+    ...perRequestCosts(node),
   };
+}
+
+/**
+ * The fixed costs, for the router Service's `/arms` (the executor routes; the Service shows the
+ * arms): a router on its own measures no latency, so it takes `perRequest` only.
+ */
+function perRequestCosts(node: GraphNode): Record<string, string> {
+  const costs = Object.entries(node.router?.costs ?? {}).flatMap(([child, cost]) =>
+    cost.perRequest === undefined ? [] : [[child, { perRequest: cost.perRequest }] as const],
+  );
+  return costs.length === 0 ? {} : { MLGRAPH_ARM_COSTS: JSON.stringify(Object.fromEntries(costs)) };
 }
 
 type Issue = { path: readonly PropertyKey[]; message: string };

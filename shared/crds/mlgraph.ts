@@ -48,6 +48,26 @@ const graphEdge = z.object({
     ),
 });
 
+/**
+ * What choosing one child costs a router that learns, in the reward's units (a right answer is
+ * 1): a fixed cost per request routed to it, plus its measured latency times a weight.
+ * "Accuracy minus lambda times offload" is `{cloud: {perRequest: lambda}}`.
+ */
+const armCost = z.object({
+  perRequest: z
+    .number()
+    .min(0)
+    .max(1000)
+    .optional()
+    .describe('Charged for every request routed to this child.'),
+  perLatencySecond: z
+    .number()
+    .min(0)
+    .max(1_000_000)
+    .optional()
+    .describe("Times the child's measured call latency in seconds (measured by the executor)."),
+});
+
 /** A router's strategy as the CRD stores it; checked against the router's own schema. */
 const routeStrategySpec = z
   .object({
@@ -92,6 +112,12 @@ const graphNode = z.object({
   router: z
     .object({
       strategy: routeStrategySpec.optional(),
+      costs: z
+        .record(nodeName, armCost)
+        .optional()
+        .describe(
+          'What routing to each child costs a learning router, in the reward\'s units: it maximises reward minus cost (docs/mlgraph.md, "Arms that cost").',
+        ),
       url: httpUrl
         .optional()
         .describe('Your own router (the route contract) instead of a deployed one.'),
@@ -192,6 +218,12 @@ function routerProblems(node: GraphNode, children: readonly string[]): string[] 
   }
   const unknown = unknownChildren(parsed.data, children);
   if (unknown.length > 0) problems.push(`router.strategy names ${unknown.join(', ')}, not a child`);
+  const costed = Object.keys(node.router?.costs ?? {}).filter((c) => !children.includes(c));
+  if (costed.length > 0) problems.push(`router.costs names ${costed.join(', ')}, not a child`);
+  if (node.router?.costs !== undefined && node.router.url !== undefined)
+    problems.push(
+      'router.costs is for a deployed router: a router of your own (url) keeps its own',
+    );
   return problems;
 }
 
@@ -320,5 +352,5 @@ function graphProblems(spec: MLGraphSpec): GraphProblem[] {
   });
 }
 
-export { mlGraphSpec, mlGraphStatus, graphProblems, joinTypes };
+export { mlGraphSpec, mlGraphStatus, graphProblems, joinTypes, armCost };
 export type { MLGraphSpec, GraphNode };

@@ -3,8 +3,10 @@
  * keep-alive agents. Node's fetch costs about 0.2 ms of a loopback round trip where this costs
  * 0.05 ms (measured on the development machine), and a graph makes several such calls per request.
  * A call either answers (any status, the whole body read), or rejects: with `CallTimeoutError`
- * when its own time ran out, with the signal's reason when the caller gave up, or with the
- * socket's error.
+ * when its own time ran out (one timer per client, at the earliest deadline of the calls out),
+ * with the signal's reason when the caller gave up, or with the socket's error. The graph
+ * executor's plain-http calls go by its own pipelining client (shared/mlgraph/http1-client.ts);
+ * this one carries its https: calls and the federated aggregator's pushes.
  */
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import type { IncomingMessage } from 'node:http';
@@ -47,15 +49,60 @@ function endpoint(base: string, path: string): string {
   return new URL(path, base.endsWith('/') ? base : `${base}/`).href;
 }
 
+/**
+ * The calls out and one timer for all of them, armed for the earliest deadline: a call costs
+ * an entry in a set, not a timer of its own (most calls answer long before their deadline).
+ */
+function deadlineBook() {
+  const out = new Map<() => void, number>();
+  let timer: NodeJS.Timeout | undefined;
+  let armedFor = Infinity;
+  const arm = (deadline: number) => {
+    if (timer !== undefined) clearTimeout(timer);
+    armedFor = deadline;
+    timer = setTimeout(expire, Math.max(0, deadline - performance.now()));
+    timer.unref();
+  };
+  function expire() {
+    timer = undefined;
+    armedFor = Infinity;
+    const now = performance.now();
+    let next = Infinity;
+    for (const [onExpiry, deadline] of [...out]) {
+      if (deadline <= now + 0.5) {
+        out.delete(onExpiry);
+        onExpiry();
+      } else next = Math.min(next, deadline);
+    }
+    if (next < Infinity) arm(next);
+  }
+  return {
+    add(onExpiry: () => void, timeoutMs: number) {
+      const deadline = performance.now() + timeoutMs;
+      out.set(onExpiry, deadline);
+      if (deadline < armedFor) arm(deadline);
+    },
+    remove(onExpiry: () => void) {
+      out.delete(onExpiry);
+    },
+    close() {
+      if (timer !== undefined) clearTimeout(timer);
+      out.clear();
+    },
+  };
+}
+
 function createHttpClient(options: { maxSockets?: number } = {}): {
   send: HttpSend;
   close(): void;
 } {
   const settings = { keepAlive: true, maxSockets: options.maxSockets ?? 256 };
   const agents = { http: new HttpAgent(settings), https: new HttpsAgent(settings) };
+  const deadlines = deadlineBook();
   const send: HttpSend = (url, call) =>
     new Promise<HttpAnswer>((resolve, reject) => {
-      if (call.signal?.aborted) return reject(call.signal.reason as Error);
+      const { signal } = call;
+      if (signal?.aborted) return reject(signal.reason as Error);
       const secure = url.startsWith('https:');
       const body = call.body === undefined ? undefined : call.body;
       const headers =
@@ -75,14 +122,14 @@ function createHttpClient(options: { maxSockets?: number } = {}): {
           res.on('error', fail);
         },
       );
-      const timer = setTimeout(() => {
+      const expired = () =>
         req.destroy(new CallTimeoutError(`no answer within ${call.timeoutMs} ms`));
-      }, call.timeoutMs);
-      const onAbort = () => req.destroy(call.signal!.reason as Error);
-      call.signal?.addEventListener('abort', onAbort, { once: true });
+      deadlines.add(expired, call.timeoutMs);
+      const onAbort = () => req.destroy(signal?.reason as Error);
+      signal?.addEventListener('abort', onAbort, { once: true });
       function done() {
-        clearTimeout(timer);
-        call.signal?.removeEventListener('abort', onAbort);
+        deadlines.remove(expired);
+        signal?.removeEventListener('abort', onAbort);
       }
       function fail(error: Error) {
         done();
@@ -94,6 +141,7 @@ function createHttpClient(options: { maxSockets?: number } = {}): {
   return {
     send,
     close() {
+      deadlines.close();
       agents.http.destroy();
       agents.https.destroy();
     },

@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import { ValidationError } from '../errors/index.js';
 import { childName } from '../crds/route-strategy.js';
+import { armCost as crdArmCost } from '../crds/mlgraph.js';
 
 const headers = {
   puid: 'mlgraph-puid',
@@ -67,12 +68,7 @@ const reward = z.object({ puid, reward: z.number().min(0).max(1) }).strict();
  * its own graph only). "Accuracy minus lambda times offload" is a reward of 1 for a right answer
  * and `{"cloud": {"perRequest": lambda}}`.
  */
-const armCost = z
-  .object({
-    perRequest: z.number().min(0).max(1000).optional(),
-    perLatencySecond: z.number().min(0).max(1_000_000).optional(),
-  })
-  .strict();
+const armCost = crdArmCost.strict();
 const armCosts = z.record(childName, armCost);
 type ArmCost = z.output<typeof armCost>;
 type ArmCosts = z.output<typeof armCosts>;

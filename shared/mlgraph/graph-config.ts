@@ -14,6 +14,8 @@ const schema = z.object({
   MODEL_ROOT: z.string().optional(),
   MODEL_CACHE_DIR: z.string().optional(),
   MLGRAPH_PUID_TTL_SECONDS: z.coerce.number().int().min(1).default(3_600),
+  // Calls to one server made in the same turn go back to back on one connection (http1-client.ts).
+  MLGRAPH_PIPELINE: z.enum(['true', 'false']).default('false'),
 });
 
 interface GraphConfig {
@@ -22,6 +24,8 @@ interface GraphConfig {
   puidTtlMs: number;
   modelRoot: string;
   cacheDir: string;
+  /** Calls to one server made together share a connection (pipelined); off (default): one each. */
+  pipeline: boolean;
 }
 
 /** Graph mode is on when MLGRAPH_GRAPH is set. */
@@ -49,6 +53,7 @@ function loadGraphConfig(env: Env = process.env): GraphConfig {
     puidTtlMs: raw.MLGRAPH_PUID_TTL_SECONDS * 1000,
     modelRoot: raw.MODEL_ROOT ?? join(process.cwd(), 'models'),
     cacheDir: raw.MODEL_CACHE_DIR ?? join(tmpdir(), 'edgeai-models'),
+    pipeline: raw.MLGRAPH_PIPELINE === 'true',
   };
 }
 

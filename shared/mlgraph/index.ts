@@ -8,6 +8,7 @@ export { createRouter } from './router.js';
 export { loadRouterConfig } from './router-config.js';
 export { routerDefinition } from './router-definition.js';
 export { createExecutor } from './executor.js';
+export { createGraphClient } from './http1-client.js';
 export { inGraphMode, loadGraphConfig } from './graph-config.js';
 export { graphDefinition } from './graph-definition.js';
 export { createPathStore } from './path-store.js';

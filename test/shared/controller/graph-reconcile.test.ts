@@ -152,6 +152,31 @@ describe('desiredGraph', () => {
     expect(byName['shape']).toMatchObject({ url: 'http://shape.example/t', kind: 'transform' });
   });
 
+  it("passes a router's arm costs to the executor's plan, and the fixed ones to the router's Service", () => {
+    const costed = structuredClone(ensemble) as Loose;
+    costed.nodes[0]!['router'] = {
+      strategy: { kind: 'thompson' },
+      costs: { large: { perRequest: 0.1, perLatencySecond: 5 }, small: { perLatencySecond: 1 } },
+    };
+    const { services } = valid(graph(costed));
+    const plan = graphPlan.parse(JSON.parse(envOf(services[0]!)['MLGRAPH_GRAPH']!));
+    expect(plan.nodes[0]?.router).toEqual({
+      node: 'ns.g-pick',
+      strategy: { kind: 'thompson' },
+      costs: { large: { perRequest: 0.1, perLatencySecond: 5 }, small: { perLatencySecond: 1 } },
+    });
+    // The router's own Service routes nothing and measures no latency: it shows the fixed costs.
+    expect(JSON.parse(envOf(services[1]!)['MLGRAPH_ARM_COSTS']!)).toEqual({
+      large: { perRequest: 0.1 },
+    });
+    // Without costs, neither carries any.
+    const blind = valid(graph(ensemble)).services;
+    expect(envOf(blind[1]!)['MLGRAPH_ARM_COSTS']).toBeUndefined();
+    expect(
+      graphPlan.parse(JSON.parse(envOf(blind[0]!)['MLGRAPH_GRAPH']!)).nodes[0]?.router?.costs,
+    ).toBeUndefined();
+  });
+
   it('deploys no Service for a router or joiner of your own, an outer join waits its window, and an outlier keeps its threshold', () => {
     const spec = {
       root: 'pick',

@@ -30,6 +30,36 @@ describe('MLGraph validation', () => {
     ).toEqual([]);
   });
 
+  it("takes a router's arm costs for its own children, and only for a deployed router", () => {
+    const router = (extra: Record<string, unknown>) => ({
+      root: 'fork',
+      nodes: [
+        {
+          name: 'fork',
+          kind: 'router',
+          router: { strategy: { kind: 'thompson' }, ...extra },
+          children: [{ node: 'a' }, { node: 'b' }],
+        },
+        model('a'),
+        model('b'),
+      ],
+    });
+    const costs = { b: { perRequest: 0.1 }, a: { perLatencySecond: 2 } };
+    expect(problems(router({ costs }))).toEqual([]);
+    expect(mlGraphSpec.parse(router({ costs })).nodes[0]?.router?.costs).toEqual(costs);
+    expect(problems(router({ costs: { c: { perRequest: 1 } } }))).toEqual([
+      { node: 'fork', message: 'router.costs names c, not a child' },
+    ]);
+    expect(problems(router({ costs, url: 'http://mine.example' }))).toEqual([
+      {
+        node: 'fork',
+        message: 'router.costs is for a deployed router: a router of your own (url) keeps its own',
+      },
+    ]);
+    // A cost is not negative.
+    expect(mlGraphSpec.safeParse(router({ costs: { a: { perRequest: -1 } } })).success).toBe(false);
+  });
+
   it('names the node of every problem', () => {
     expect(problems({ root: 'a', nodes: [model('a', ['b', 'ghost']), model('b', ['a'])] })).toEqual(
       [

@@ -9,13 +9,14 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createDevBroker, loadEventing } from '../../../local/broker/index.js';
 import { eventTypes } from '../../../shared/events/index.js';
-import { buildServer, createHttpClient } from '../../../shared/http/index.js';
+import { buildServer } from '../../../shared/http/index.js';
 import type { FunctionDefinition } from '../../../shared/http/index.js';
 import { graphPlan } from '../../../shared/messages/graph-plan.js';
 import {
   createBuiltinOutliers,
   createBuiltinRouters,
   createExecutor,
+  createGraphClient,
   createJoinStore,
   createJoiner,
   createPathStore,
@@ -121,7 +122,7 @@ const request = { inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 2], data: [
 
 describe('graph executor', () => {
   let redis: TestRedis;
-  const client = createHttpClient();
+  const client = createGraphClient();
   const servers: Listening[] = [];
   let counter = 0;
   const serve = async (definition: FunctionDefinition) => {
