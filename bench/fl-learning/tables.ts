@@ -16,8 +16,13 @@ import type { Settings } from './settings.js';
 const pct = (share: number) => `${(100 * share).toFixed(2)}%`;
 
 function printCentral(central: CentralResult, settings: Settings, target: number): void {
+  const data = digits(settings.data);
+  const kept =
+    data.validation === data.test
+      ? 'the epoch with the best test accuracy kept: the full MNIST has no validation split'
+      : `best epoch on the ${data.validation.n} validation digits kept`;
   printTable(
-    `central baseline: the 2NN on all ${digits().train.n} training digits (Adam, batch 32, rate 0.001, ${settings.centralEpochs} epochs, seed ${settings.seed}; best validation epoch kept)`,
+    `central baseline (${settings.data}): the 2NN on all ${data.train.n} training digits (Adam, batch 32, rate 0.001, ${settings.centralEpochs} epochs, seed ${settings.seed}; ${kept}), tested on ${data.test.n} digits`,
     ['best epoch', 'validation acc', 'test acc', 'target (test - points)', 'seconds'],
     [
       [

@@ -1,12 +1,13 @@
 /**
  * A worker thread of the fl-learning bench: trains the clients the main thread posts, one at a
  * time, with the in-process trainer over the training digits it loads itself (federation.ts's
- * `digits().train`, the split the main thread partitioned), so a round's clients use both cores.
+ * `digits(data).train`, the split the main thread partitioned), so a round's clients use both
+ * cores.
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { LayerSpec } from '../../shared/training/network.js';
-import { loadMnist } from '../../shared/training/data.js';
-import { asDatasetFile } from './federation.js';
+import { trainingDigits } from './federation.js';
+import type { DataSource } from './settings.js';
 import { inProcessTrainer } from './simulate.js';
 import type { TrainJob } from './pool.js';
 
@@ -17,9 +18,8 @@ interface JobMessage {
 
 const port = parentPort;
 if (port === null) throw new Error('bench/fl-learning/worker.js must run as a worker thread');
-const { layers } = workerData as { layers: LayerSpec[] };
-// federation.ts's digits().train, without converting the splits a trainer never reads.
-const train = inProcessTrainer(asDatasetFile(loadMnist().train), layers);
+const { layers, data } = workerData as { layers: LayerSpec[]; data: DataSource };
+const train = inProcessTrainer(trainingDigits(data), layers);
 
 port.on('message', (message: JobMessage) => {
   train(message.job.model, [message.job.task]).then(

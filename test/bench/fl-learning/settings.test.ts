@@ -10,7 +10,15 @@ const defaults = { workers: 2, out: '/tmp/out' };
 describe('parseSettings', () => {
   it('defaults to the paper setting: 100 clients, C = 0.1, a target 2 points under central', () => {
     const s = parseSettings({}, defaults);
-    expect(s).toMatchObject({ clients: 100, fraction: 0.1, targetPoints: 2, workers: 2 });
+    expect(s).toMatchObject({
+      data: 'mnist',
+      clients: 100,
+      fraction: 0.1,
+      targetPoints: 2,
+      workers: 2,
+      checkThreads: true,
+      centralAccuracy: undefined,
+    });
     expect(s.out).toBe('/tmp/out');
     expect(s.only).toEqual([]);
   });
@@ -26,10 +34,16 @@ describe('parseSettings', () => {
         BENCH_FL_FRACTION: '0.2',
         BENCH_FL_TARGET_POINTS: '1.5',
         BENCH_FL_OUT: '/elsewhere',
+        BENCH_FL_DATA: 'mnist-full',
+        BENCH_FL_CHECK_THREADS: '0',
+        BENCH_FL_CENTRAL_ACCURACY: '0.9821',
       },
       defaults,
     );
     expect(s).toMatchObject({
+      data: 'mnist-full',
+      checkThreads: false,
+      centralAccuracy: 0.9821,
       fedsgdMaxRounds: 2000,
       fedavgMaxRounds: 400,
       seed: 9,
@@ -88,5 +102,14 @@ describe('parseSettings', () => {
       /BENCH_FL_ATTACK=flip:2: the kind/,
     );
     expect(() => parseSettings({ BENCH_FL_QUICK: 'yes' }, defaults)).toThrow(/BENCH_FL_QUICK/);
+    expect(() => parseSettings({ BENCH_FL_DATA: 'mnist-60k' }, defaults)).toThrow(
+      /BENCH_FL_DATA=mnist-60k is not one of mnist, mnist-full/,
+    );
+    expect(() => parseSettings({ BENCH_FL_CENTRAL_ACCURACY: '98.21' }, defaults)).toThrow(
+      /BENCH_FL_CENTRAL_ACCURACY=98.21 is not a number in \(0, 1\]/,
+    );
+    expect(() => parseSettings({ BENCH_FL_CHECK_THREADS: 'no' }, defaults)).toThrow(
+      /BENCH_FL_CHECK_THREADS=no is not 0 or 1/,
+    );
   });
 });
