@@ -84,5 +84,5 @@ function functionBundles(meta: Metafile): FunctionBundle[] {
     .sort((a, b) => a.name.localeCompare(b.name));
 }
 
-export { buildBundle, functionBundles };
+export { buildBundle, functionBundles, staticClosure };
 export type { FunctionBundle, Metafile };

@@ -17,7 +17,7 @@ import { once } from 'node:events';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildBundle } from '../../bench/support/bundle-graph.js';
+import { buildBundle, staticClosure } from '../../bench/support/bundle-graph.js';
 import type { Metafile } from '../../bench/support/bundle-graph.js';
 import { freePort } from '../../local/index.js';
 import { postEvent } from '../support/http.js';
@@ -26,17 +26,8 @@ const root = fileURLToPath(new URL('../../', import.meta.url));
 
 /** The source modules in the chunks reachable from `start` through static imports. */
 function loadedModules(meta: Metafile, start: readonly string[]): string[] {
-  const seen = new Set<string>();
-  const queue = [...start];
-  for (let path = queue.pop(); path !== undefined; path = queue.pop()) {
-    if (seen.has(path)) continue;
-    seen.add(path);
-    for (const edge of meta.outputs[path]?.imports ?? []) {
-      if (edge.kind === 'import-statement' && edge.external !== true) queue.push(edge.path);
-    }
-  }
   const modules = new Set<string>();
-  for (const chunk of seen) {
+  for (const chunk of staticClosure(meta, start)) {
     for (const [input, { bytesInOutput }] of Object.entries(meta.outputs[chunk]!.inputs)) {
       if (bytesInOutput > 0) modules.add(input);
     }
