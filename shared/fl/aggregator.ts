@@ -197,6 +197,11 @@ interface Run {
    * aggregated from here rather than read back from the store (a restarted process reads them).
    */
   accepted: Map<string, { round: number; weights: NamedTensors }>;
+  /**
+   * FedBuff: versions before the held one that stale updates trained from, decoded once for the
+   * offer's check and the step's delta (a version's model never changes).
+   */
+  older: Map<number, NamedTensors>;
 }
 
 const modelUrl = (run: Run, version: number) => `${run.deps.config.publicUrl}/v1/models/${version}`;
@@ -222,9 +227,13 @@ async function checkedAgainst(
 
 /** A version before the held one (FedBuff's stale updates are checked and stepped from it). */
 async function olderModel(run: Run, version: number) {
+  const held = run.older.get(version);
+  if (held !== undefined) return { version, tensors: held };
   const bytes = await run.deps.store.model(version);
   if (bytes === undefined) throw new Error(`model version ${version} is not stored`);
-  return { version, tensors: readInitializers(bytes) };
+  const tensors = readInitializers(bytes);
+  run.older.set(version, tensors);
+  return { version, tensors };
 }
 
 async function baseModel(run: Run, version: number) {
@@ -490,6 +499,9 @@ async function aggregate(run: Run, state: RoundState, token: string, claim: Clai
   // The next round trains from it: kept, not read back and parsed again.
   run.base = { version, bytes: next, tensors: result.weights, strategyState: result.state };
   run.accepted.clear();
+  // The versions an update may still train from after this step: no older one is asked again.
+  const oldest = version - (buffered(config)?.maxStaleness ?? 0);
+  for (const kept of run.older.keys()) if (kept < oldest) run.older.delete(kept);
   const workers = stored.map((u) => u.worker);
   const report = { ...result.report, epsilon: epsilonOf(run.deps.config, state.round) };
   await commitRound(run, { state, token, claim, workers, metas, model: next, version, report });
@@ -717,7 +729,7 @@ async function roundView(run: Run): Promise<RoundView> {
 }
 
 function createAggregator(deps: AggregatorDeps): Aggregator {
-  const run: Run = { deps, accepted: new Map() };
+  const run: Run = { deps, accepted: new Map(), older: new Map() };
   return {
     start: () => start(run),
     offer: (update) => offer(run, update),
