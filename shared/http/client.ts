@@ -148,5 +148,5 @@ function createHttpClient(options: { maxSockets?: number } = {}): {
   };
 }
 
-export { createHttpClient, endpoint, CallTimeoutError };
+export { createHttpClient, deadlineBook, endpoint, CallTimeoutError };
 export type { HttpSend, HttpAnswer, HttpCall };

@@ -17,7 +17,7 @@
  * (`connection: close` on an earlier answer, or a reused connection found closed) go again once
  * on another: the executor's calls are idempotent per prediction id.
  */
-import { CallTimeoutError, createHttpClient } from '../http/index.js';
+import { CallTimeoutError, createHttpClient, deadlineBook } from '../http/index.js';
 import type { HttpAnswer, HttpCall, HttpSend } from '../http/index.js';
 import { Connection } from './http1-connection.js';
 import type { Call, ConnectionOwner } from './http1-connection.js';
@@ -104,10 +104,10 @@ class Client {
   private readonly targets = new Map<string, Target>();
   private readonly flushing = new Set<Origin>();
   private flushScheduled = false;
-  /** Calls out, for the one deadline timer. */
+  /** Calls out, failed when the client closes. */
   private readonly out = new Set<Call>();
-  private timer: NodeJS.Timeout | undefined;
-  private armedFor = Infinity;
+  /** One timer for every call's deadline. */
+  private readonly deadlines = deadlineBook();
   /** The calls sharing each signal: one listener per signal. */
   private readonly bySignal = new WeakMap<AbortSignal, Set<Call>>();
   private closed = false;
@@ -133,14 +133,14 @@ class Client {
       const pending: Call = {
         head,
         body: call.body,
-        deadline: performance.now() + call.timeoutMs,
+        expire: () => this.giveUp(pending, new CallTimeoutError(timeoutText(pending))),
         signal,
         state: 'waiting',
         resent: false,
         resolve,
         reject,
       };
-      this.watch(pending);
+      this.watch(pending, call.timeoutMs);
       target.origin.enqueue(pending);
     });
   }
@@ -163,6 +163,7 @@ class Client {
     if (call.state === 'over') return;
     call.state = 'over';
     this.out.delete(call);
+    this.deadlines.remove(call.expire);
     if (call.signal !== undefined) this.bySignal.get(call.signal)?.delete(call);
     answer();
   }
@@ -170,7 +171,7 @@ class Client {
   /** Every call out fails (the client is closed), and no new one is taken. */
   close(): void {
     this.closed = true;
-    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.deadlines.close();
     for (const call of [...this.out]) this.settle(call, () => call.reject(closedError()));
     for (const origin of this.origins.values()) origin.close();
   }
@@ -196,9 +197,9 @@ class Client {
     return target;
   }
 
-  private watch(call: Call): void {
+  private watch(call: Call, timeoutMs: number): void {
     this.out.add(call);
-    if (call.deadline < this.armedFor) this.arm(call.deadline);
+    this.deadlines.add(call.expire, timeoutMs);
     const { signal } = call;
     if (signal === undefined) return;
     let calls = this.bySignal.get(signal);
@@ -209,25 +210,6 @@ class Client {
       calls = fresh;
     }
     calls.add(call);
-  }
-
-  private arm(deadline: number): void {
-    if (this.timer !== undefined) clearTimeout(this.timer);
-    this.armedFor = deadline;
-    this.timer = setTimeout(() => this.expire(), Math.max(0, deadline - performance.now()));
-    this.timer.unref();
-  }
-
-  private expire(): void {
-    this.timer = undefined;
-    this.armedFor = Infinity;
-    const now = performance.now();
-    let next = Infinity;
-    for (const call of [...this.out]) {
-      if (call.deadline <= now + 0.5) this.giveUp(call, new CallTimeoutError(timeoutText(call)));
-      else next = Math.min(next, call.deadline);
-    }
-    if (next < Infinity) this.arm(next);
   }
 
   private abortAll(calls: Set<Call>, signal: AbortSignal): void {

@@ -13,7 +13,8 @@ interface Call {
   /** Request line and headers, ending with the blank line. */
   head: string;
   body: Buffer | string | undefined;
-  deadline: number;
+  /** Fails the call at its deadline (shared/http's deadline book calls it). */
+  expire: () => void;
   signal: AbortSignal | undefined;
   state: 'waiting' | 'sent' | 'over';
   /** Sent again once already after a connection closed unanswered. */
