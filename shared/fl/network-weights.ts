@@ -44,7 +44,15 @@ function networkFrom(
   layers: readonly LayerSpec[],
   inShape: readonly number[] = digitShape,
 ): Network {
-  const network = new Network(inShape, layers);
+  return loadWeights(new Network(inShape, layers), weights);
+}
+
+/**
+ * `network` holding `weights`, as networkFrom checks them: every parameter is overwritten, so a
+ * network reused from an earlier round keeps nothing of it (its gradients are zeroed before each
+ * batch). A refused model may leave the parameters half written.
+ */
+function loadWeights(network: Network, weights: NamedTensors): Network {
   const names = new Set<string>();
   for (const { param, dims } of parametersWithDims(network)) {
     const tensor = weights.get(param.name);
@@ -77,4 +85,4 @@ function weightsOf(network: Network): Map<string, Tensor> {
   );
 }
 
-export { networkFrom, weightsOf };
+export { digitShape, loadWeights, networkFrom, weightsOf };

@@ -16,7 +16,7 @@ import type { LayerSpec } from '../training/network.js';
 import { exportOnnx, onnxLayers, readInitializers } from '../training/onnx-export.js';
 import type { DatasetReader, DatasetSource } from './dataset-source.js';
 import { trainNetwork } from './local-train.js';
-import { networkFrom } from './network-weights.js';
+import { digitShape, loadWeights } from './network-weights.js';
 import { encodeWeights } from './weights.js';
 import type { NamedTensors } from './weights.js';
 
@@ -97,13 +97,47 @@ function decodeModel(model: Uint8Array): DecodedModel {
   return { layers, weights };
 }
 
+/** The Network a round loads the global weights into, for its layers. */
+type NetworkFor = (layers: readonly LayerSpec[]) => Network;
+
+const freshNetwork: NetworkFor = (layers) => new Network(digitShape, layers);
+
+/**
+ * The Network of the last architecture trained, kept from one round to the next: a round loads
+ * the global weights into it (loadWeights overwrites every parameter) rather than allocating two
+ * float64 arrays per parameter again. For a caller that trains one round at a time.
+ */
+function keptNetwork(): NetworkFor {
+  let kept: { key: string; network: Network } | undefined;
+  return (layers) => {
+    const key = JSON.stringify(layers);
+    if (kept?.key !== key) kept = { key, network: new Network(digitShape, layers) };
+    return kept.network;
+  };
+}
+
 /** The decoded model as a Network holding its weights (RoundFailure 3 when they do not fit). */
-function rebuild(model: DecodedModel): Network {
+function rebuild(model: DecodedModel, networkFor: NetworkFor): Network {
   try {
-    return networkFrom(model.weights, model.layers);
+    const net = networkFor(model.layers);
+    return loadWeights(net, model.weights);
   } catch (err) {
     throw new RoundFailure(exitCodes.model, `the model cannot be rebuilt: ${messageOf(err)}`);
   }
+}
+
+/**
+ * The buffers of `model`'s weights, to transfer to a thread instead of copying them: each
+ * tensor's values fill a buffer of their own (readInitializers copies them into one).
+ */
+function transferList(model: DecodedModel): ArrayBuffer[] {
+  const buffers = new Set<ArrayBuffer>();
+  for (const { values } of model.weights.values()) {
+    const { buffer } = values;
+    if (buffer instanceof ArrayBuffer && values.byteLength === buffer.byteLength)
+      buffers.add(buffer);
+  }
+  return [...buffers];
 }
 
 /** This node's Dataset (RoundFailure 2 when it cannot be read). */
@@ -138,8 +172,9 @@ async function computeRound(
   model: DecodedModel,
   training: TrainingParameters,
   data: { read: DatasetReader; source: DatasetSource },
+  networkFor: NetworkFor = freshNetwork,
 ): Promise<Trained> {
-  const network = rebuild(model);
+  const network = rebuild(model, networkFor);
   const split = await loadData(data.read, data.source, network.outputSize);
   return train(network, split, training);
 }
@@ -188,7 +223,9 @@ export {
   decodeModel,
   exitCodes,
   inThreadTraining,
+  keptNetwork,
+  transferList,
   warmUp,
   warmUpModel,
 };
-export type { DecodedModel, LocalTraining, Trained };
+export type { DecodedModel, LocalTraining, NetworkFor, Trained };

@@ -22,6 +22,8 @@ import {
   decodeModel,
   exitCodes,
   inThreadTraining,
+  keptNetwork,
+  transferList,
   warmUp,
   warmUpModel,
 } from './round-compute.js';
@@ -46,10 +48,11 @@ function own(bytes: Uint8Array): Uint8Array {
 /** The thread's side: reads the Dataset at once, then computes each round it is sent. */
 function trainingThreadMain(nice: number, source: DatasetSource): void {
   const data = { read: cachedDatasetReader(), source };
+  const networkFor = keptNetwork();
   serveCalls<Request, Trained>(
     nice,
     async ({ model, training }) => {
-      const trained = await computeRound(model, training, data);
+      const trained = await computeRound(model, training, data, networkFor);
       const encoded = own(trained.encoded);
       return { result: { ...trained, encoded }, transfer: [encoded.buffer as ArrayBuffer] };
     },
@@ -77,9 +80,9 @@ function threadTraining(options: { source: DatasetSource; nice: number; log: Log
     async run(bytes, params, signal) {
       signal.throwIfAborted();
       // Decoded here, at the trainer's priority (a RoundFailure 3 rejects the round at once);
-      // the decoded weights are copies, cloned to the thread.
+      // the decoded weights are copies, moved to the thread (transferred, not cloned).
       const model = decodeModel(bytes);
-      return thread.call({ model, training: params }, { signal });
+      return thread.call({ model, training: params }, { signal, transfer: transferList(model) });
     },
     prefetch() {
       thread.start();

@@ -1,4 +1,7 @@
-/** A round's computation: the start-up warm-up reads the Dataset once and changes no round. */
+/**
+ * A round's computation: the start-up warm-up reads the Dataset once and changes no round; the
+ * Network kept between rounds and the weights moved to the thread change none either.
+ */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -6,11 +9,18 @@ import { describe, expect, it } from 'vitest';
 import { writeDatasetCsv } from '../../../shared/fl/dataset-file.js';
 import { cachedDatasetReader, readDataset } from '../../../shared/fl/dataset-source.js';
 import type { DatasetReader } from '../../../shared/fl/dataset-source.js';
-import { computeRound, decodeModel, warmUp } from '../../../shared/fl/round-compute.js';
+import {
+  computeRound,
+  decodeModel,
+  keptNetwork,
+  transferList,
+  warmUp,
+} from '../../../shared/fl/round-compute.js';
+import { decodeWeights } from '../../../shared/fl/weights.js';
 import { seededRandom } from '../../../shared/random/index.js';
 import { loadMnist } from '../../../shared/training/data.js';
 import { Network } from '../../../shared/training/network.js';
-import { exportOnnx } from '../../../shared/training/onnx-export.js';
+import { exportOnnx, replaceInitializers } from '../../../shared/training/onnx-export.js';
 
 const training = { epochs: 1, batchSize: 10, learningRate: 0.05, seed: 3, proximalMu: 0 };
 
@@ -54,5 +64,37 @@ describe('the warm-up before the first round', () => {
     const { dir } = fixture();
     const source = { url: `file://${join(dir, 'missing.csv')}`, format: 'csv', maxBytes: 1 << 24 };
     await expect(warmUp({ read: readDataset, source })).resolves.toBeUndefined();
+  });
+});
+
+describe('the Network kept from one round to the next', () => {
+  it('trains each round to the same bytes as a new Network, across models and architectures', async () => {
+    const { source, model } = fixture();
+    const data = { read: readDataset, source };
+    const first = await computeRound(decodeModel(model), training, data);
+    // The next round's model: the first round's weights (another global model, same layers).
+    const trained = decodeWeights(first.encoded, { maxBytes: 1 << 24, maxTensors: 8 });
+    const next = replaceInitializers(model, trained);
+    const wider = new Network([1, 28, 28], [{ type: 'dense', units: 10 }]);
+    wider.initialize(seededRandom(5));
+    const other = exportOnnx(wider, 'other', 'test');
+    const kept = keptNetwork();
+    for (const bytes of [model, next, other, model]) {
+      const reused = await computeRound(decodeModel(bytes), training, data, kept);
+      const fresh = await computeRound(decodeModel(bytes), training, data);
+      expect(Buffer.from(reused.encoded).equals(Buffer.from(fresh.encoded))).toBe(true);
+      expect(reused.loss).toBe(fresh.loss);
+    }
+  });
+
+  it('moves every tensor of a decoded model: one whole buffer each', () => {
+    const { model } = fixture();
+    const decoded = decodeModel(model);
+    const buffers = transferList(decoded);
+    expect(buffers).toHaveLength(decoded.weights.size);
+    for (const { values } of decoded.weights.values()) {
+      expect(buffers).toContain(values.buffer);
+      expect(values.byteLength).toBe(values.buffer.byteLength);
+    }
   });
 });
