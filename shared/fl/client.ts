@@ -14,7 +14,8 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { PayloadTooLargeError, ValidationError } from '../errors/index.js';
 import { encodeBinary, eventTypes, headerValue } from '../events/index.js';
-import { endpoint } from '../http/index.js';
+import { CallTimeoutError, createHttpClient, endpoint } from '../http/index.js';
+import type { HttpSend } from '../http/index.js';
 import type { TrainerFailed } from '../messages/federated.js';
 import { nodeHeader } from '../messages/worker-message.js';
 import { parseInput } from '../schema/index.js';
@@ -74,6 +75,12 @@ interface TrainerClientOptions {
   token?: string | undefined;
   /** Default: the global fetch. */
   fetch?: typeof fetch;
+  /**
+   * How updates are posted. Default: node:http with keep-alive (shared/http/client.ts), which
+   * sends the weights' bytes as they are where fetch copies them (0.8 MB per update of the
+   * bench's model, fresh memory each time); through `fetch` when only that is given.
+   */
+  post?: HttpSend;
   /** Each call's timeout but the model download's (default 30 s). */
   timeoutMs?: number;
   /** The model download's timeout, body included (default 5 min). */
@@ -205,6 +212,8 @@ async function boundedBytes(response: Response, maxBytes: number, what: string) 
 interface Caller {
   readonly options: TrainerClientOptions;
   readonly send: typeof fetch;
+  /** Updates' posts (TrainerClientOptions.post); undefined: through `send`. */
+  readonly post: HttpSend | undefined;
   readonly timeoutMs: number;
   readonly modelTimeoutMs: number;
   /** Where events go: the aggregator's root. */
@@ -234,6 +243,35 @@ async function call(
   } catch (err) {
     if (signal?.aborted === true) throw signal.reason;
     const why = timeout.aborted ? `no answer within ${ms} ms` : messageOf(err);
+    throw new AggregatorUnavailableError(`${what}: ${why}`, undefined, { cause: err });
+  }
+}
+
+/**
+ * A POST of `body` by `caller.post`, answered as `call` answers: a Response (the body read
+ * whole), or unavailable when there is no answer, or the caller's reason when it gave up.
+ */
+async function posted(
+  caller: Caller & { post: HttpSend },
+  what: string,
+  url: string,
+  init: { headers: Record<string, string>; body: Uint8Array; signal?: AbortSignal | undefined },
+): Promise<Response> {
+  const { headers, body, signal } = init;
+  const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  try {
+    const answer = await caller.post(url, {
+      method: 'POST',
+      headers,
+      body: bytes,
+      timeoutMs: caller.timeoutMs,
+      signal,
+    });
+    const empty = answer.body.length === 0 || [204, 205, 304].includes(answer.status);
+    return new Response(empty ? null : answer.body, { status: answer.status });
+  } catch (err) {
+    if (signal?.aborted === true) throw signal.reason;
+    const why = err instanceof CallTimeoutError ? err.message : messageOf(err);
     throw new AggregatorUnavailableError(`${what}: ${why}`, undefined, { cause: err });
   }
 }
@@ -315,12 +353,21 @@ async function sendUpdate(
   signal?: AbortSignal,
 ): Promise<UpdateOutcome> {
   const what = `round ${update.round} update`;
-  const response = await call(caller, what, caller.eventsUrl, {
-    method: 'POST',
-    headers: updateHeaders(caller, update),
-    body: update.weights as Uint8Array<ArrayBuffer>,
-    signal,
-  });
+  const headers = updateHeaders(caller, update);
+  const { post } = caller;
+  const response =
+    post === undefined
+      ? await call(caller, what, caller.eventsUrl, {
+          method: 'POST',
+          headers,
+          body: update.weights as Uint8Array<ArrayBuffer>,
+          signal,
+        })
+      : await posted({ ...caller, post }, what, caller.eventsUrl, {
+          headers,
+          body: update.weights,
+          signal,
+        });
   if (response.status === 409) {
     return { outcome: 'refused', reason: refusalOf(await jsonBody(response)) };
   }
@@ -363,6 +410,7 @@ function createTrainerClient(options: TrainerClientOptions): TrainerClient {
   const caller: Caller = {
     options,
     send: options.fetch ?? fetch,
+    post: options.post ?? (options.fetch === undefined ? createHttpClient().send : undefined),
     timeoutMs: options.timeoutMs ?? 30_000,
     modelTimeoutMs: options.modelTimeoutMs ?? 300_000,
     eventsUrl: endpoint(options.aggregatorUrl, ''),

@@ -186,11 +186,13 @@ function trainNetwork(network: Network, data: Split, options: LocalTrainOptions)
     options.optimizer === 'adam'
       ? new Adam(params, options.learningRate)
       : new Sgd(params, options.learningRate);
+  const mu = options.proximalMu ?? 0;
   const step = {
     batch: options.batchSize === 0 ? Infinity : options.batchSize,
     optimizer,
-    mu: options.proximalMu ?? 0,
-    anchor: params.map((p) => Float64Array.from(p.value)),
+    mu,
+    // FedProx's anchor, the global weights, copied only when it pulls towards them.
+    anchor: mu > 0 ? params.map((p) => Float64Array.from(p.value)) : [],
   };
   const uniform = seededRandom(options.seed);
   const order = Array.from({ length: data.n }, (_, i) => i);

@@ -180,13 +180,20 @@ async function computeRound(
 }
 
 /**
- * A small model of the digits' shape (784 -> 10) and the first samples of `read`'s Dataset: a
- * round's whole computation run once on them before the first round (warmUp), so that round's
- * decode, rebuild and training do not run cold (a function's first runs are its slowest, the
- * JIT not having compiled it yet).
+ * A small model of the digits' shape (784 -> 16 -> ReLU -> 10: the kinds of layer of the 2NN and
+ * mlp256) and the first samples of `read`'s Dataset: a round's whole computation run once on them
+ * before the first round (warmUp), so that round's decode, rebuild and training do not run cold
+ * (a function's first runs are its slowest, the JIT not having compiled it yet).
  */
 const warmUpModel = () =>
-  exportOnnx(new Network([1, 28, 28], [{ type: 'dense', units: 10 }]), 'warm-up', 'edgeai');
+  exportOnnx(
+    new Network(
+      [1, 28, 28],
+      [{ type: 'dense', units: 16 }, { type: 'relu' }, { type: 'dense', units: 10 }],
+    ),
+    'warm-up',
+    'edgeai',
+  );
 
 const warmUpTraining = { epochs: 1, batchSize: 10, learningRate: 0.01, seed: 1, proximalMu: 0 };
 

@@ -294,6 +294,37 @@ describe('trainer client', () => {
       reply = () => ({ status });
       await expect(client().sendUpdate(update)).rejects.toThrow(AggregatorUnavailableError);
     });
+
+    it('is retryable when nothing listens or no answer comes in time; a caller that gives up gets its reason', async () => {
+      const closed = await listen(createServer());
+      const url = closed.url;
+      await closed.close();
+      await expect(client({ aggregatorUrl: url }).sendUpdate(update)).rejects.toThrow(
+        AggregatorUnavailableError,
+      );
+      reply = () => ({ status: 202, hang: true });
+      await expect(client({ timeoutMs: 20 }).sendUpdate(update)).rejects.toThrow(
+        /round 4 update: no answer within 20 ms/,
+      );
+      const stop = new AbortController();
+      const sent = client().sendUpdate(update, stop.signal);
+      stop.abort(new Error('round 5 started'));
+      await expect(sent).rejects.toThrow('round 5 started');
+    });
+
+    it('posts through fetch when only fetch is given', async () => {
+      reply = () => ({ status: 202 });
+      let fetched = 0;
+      const counting: typeof fetch = (input, init) => {
+        fetched += 1;
+        return fetch(input, init);
+      };
+      expect(await client({ fetch: counting }).sendUpdate(update)).toEqual({
+        outcome: 'accepted',
+      });
+      expect(fetched).toBe(1);
+      expect(received[0]!.body.equals(Buffer.from(weights))).toBe(true);
+    });
   });
 
   describe('reportFailure', () => {
