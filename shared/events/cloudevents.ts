@@ -259,5 +259,35 @@ function encodeBinary(event: OutgoingEvent): { headers: Record<string, string>; 
   return { headers, body: event.data === undefined ? '' : JSON.stringify(event.data) };
 }
 
-export { decodeEvent, encodeBinary, headerValue };
+/**
+ * Decodes one event of each mode, with every context attribute the SDK checks a format of (a
+ * URI reference, a time, a URI): the first decode is the slowest by far (the SDK's validator and
+ * its format expressions compiled, this file's schema's first parse), and a function's first
+ * event would otherwise pay it: measured in a federated trainer's first round, 21 ms of CPU
+ * against 2 ms for the next (each of 10 trainers sharing two cores). For a process to run once,
+ * before its first event.
+ */
+function warmUp(): void {
+  const attributes = {
+    specversion: '1.0',
+    id: 'warm-up',
+    source: '/edgeai/warm-up',
+    type: 'io.edgeai.warm-up',
+    subject: 'warm-up',
+    time: new Date(0).toISOString(),
+    dataschema: 'https://edgeai.io/schemas/warm-up',
+    warmup: 'true',
+  };
+  const headers: IncomingHttpHeaders = { 'content-type': 'application/json' };
+  for (const [name, value] of Object.entries(attributes)) headers[`ce-${name}`] = value;
+  const body = new TextEncoder().encode('{"warm":"up"}');
+  decodeEvent(headers, body, parseMediaType('application/json', 'Content-Type'));
+  const structured = new TextEncoder().encode(
+    JSON.stringify({ ...attributes, datacontenttype: 'application/json', data: { warm: 'up' } }),
+  );
+  const media = parseMediaType('application/cloudevents+json', 'Content-Type');
+  decodeEvent({ 'content-type': 'application/cloudevents+json' }, structured, media);
+}
+
+export { decodeEvent, encodeBinary, headerValue, warmUp };
 export type { IncomingEvent, OutgoingEvent };

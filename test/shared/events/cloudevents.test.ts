@@ -8,6 +8,8 @@ import {
   parseMediaType,
 } from '../../../shared/events/index.js';
 
+import { warmUp } from '../../../shared/events/cloudevents.js';
+
 const bytes = (text: string) => Buffer.from(text, 'utf8');
 const structured = parseMediaType('application/cloudevents+json', 'Content-Type');
 
@@ -120,5 +122,11 @@ describe('event catalogue', () => {
     for (const type of values) expect(type).toMatch(/^(io\.edgeai|dev\.knative)\.[a-z.-]+$/);
     expect(isEventType('io.edgeai.inference.requested')).toBe(true);
     expect(isEventType('io.edgeai.nope')).toBe(false);
+  });
+});
+
+describe('the codec warm-up', () => {
+  it('decodes its sample events of both modes (one the codec refused would warm nothing)', () => {
+    expect(() => warmUp()).not.toThrow();
   });
 });
