@@ -405,7 +405,8 @@ export async function main(args: string[] = []): Promise<void> {
     {
       ...httpTargets,
       redis_ratio: { value: round3(redis.ratio), op: '>=', target: 0.8 },
-      cluster_redis_ratio: { value: round3(cluster.ratio), op: '>=', target: 0.8 },
+      // cluster_redis_ratio is printed without its target, withdrawn (issue 19): a 6-node
+      // cluster on the same 2 cores as its client measures the host, not the client.
     },
   );
 }
