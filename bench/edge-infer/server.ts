@@ -10,11 +10,11 @@ import { frameworkHello, nodeHello } from '../support/ceilings.js';
 const node = nodeHello;
 const ff = frameworkHello;
 
-const servers: Record<string, () => Server> = { node, ff };
+const servers: Record<string, () => Server | Promise<Server>> = { node, ff };
 const mode = process.argv[2];
 const make = mode === undefined ? undefined : servers[mode];
 if (make === undefined) throw new Error(`mode must be node or ff, got ${mode}`);
-const server = make();
+const server = await make();
 server.listen(0, '127.0.0.1');
 await once(server, 'listening');
 const address = server.address();

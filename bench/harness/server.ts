@@ -41,10 +41,10 @@ function edgeai(): Server {
   return buildServer(definition, { telemetry, bodyLimitBytes: 1 << 20, readinessTimeoutMs: 1000 });
 }
 
-const servers: Record<string, () => Server> = { node, ff, edgeai };
+const servers: Record<string, () => Server | Promise<Server>> = { node, ff, edgeai };
 const make = mode === undefined ? undefined : servers[mode];
 if (make === undefined) throw new Error(`mode must be node, ff or edgeai, got ${mode}`);
-const server = make();
+const server = await make();
 server.listen(0, '127.0.0.1');
 await once(server, 'listening');
 const address = server.address();

@@ -1,12 +1,12 @@
 /**
  * The ceilings the HTTP benches measure against in the same run, each meant for a child process
  * of its own: `node`, a bare `node:http` hello (no framework at all), and `ff`, a bare
- * functions-framework HTTP function served the stock way (its own Express server).
+ * functions-framework HTTP function served the stock way (its own Express server). The framework
+ * is imported by `ff` alone: once loaded it loads `domain`, whose patched EventEmitter.emit and
+ * async hooks tax every server in the process, which the image's processes never load.
  */
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
-import { http } from '@google-cloud/functions-framework';
-import { getTestServer } from '@google-cloud/functions-framework/testing';
 
 /** The least a server can do: answer at once (Node reads and drops the body it did not read). */
 function nodeHello(): Server {
@@ -15,7 +15,9 @@ function nodeHello(): Server {
   });
 }
 
-function frameworkHello(): Server {
+async function frameworkHello(): Promise<Server> {
+  const { http } = await import('@google-cloud/functions-framework');
+  const { getTestServer } = await import('@google-cloud/functions-framework/testing');
   http('hello', (_req, res) => {
     res.send('hello');
   });
