@@ -245,7 +245,9 @@ function importOnnx(bytes: Uint8Array): Network {
   for (const param of network.params) {
     const raw = tensors.get(param.name)?.rawData;
     if (raw === undefined || raw === null) throw new Error(`missing initializer ${param.name}`);
-    const copy = Uint8Array.from(raw);
+    // Copied into a buffer of its own (float32 needs 4-byte alignment) with one memcpy.
+    const copy = new Uint8Array(raw.length);
+    copy.set(raw);
     param.value.set(new Float32Array(copy.buffer));
   }
   return network;
