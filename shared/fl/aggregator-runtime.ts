@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { UnavailableError } from '../errors/index.js';
 import { SinkRefusedError, createEventSink, eventTypes } from '../events/index.js';
 import type { SinkPost } from '../events/index.js';
-import { createHttpClient } from '../http/index.js';
+import { createHttpClient, releaseBody } from '../http/index.js';
 import { loadModelBytes } from '../inference/model-source.js';
 import { nodeHeader } from '../messages/worker-message.js';
 import type { RedisClient } from '../redis/index.js';
@@ -161,6 +161,8 @@ async function createAggregatorRuntime(options: {
     log,
     leaseMs: settings.leaseMs,
     maxUpdateBytes: settings.maxUpdateBytes,
+    // Updates are read into shared/http's reused blocks (aggregator-definition.ts): back to them.
+    release: releaseBody,
   });
   let started = false;
   const start = (): void => {

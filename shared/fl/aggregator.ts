@@ -79,6 +79,13 @@ interface AggregatorDeps {
   /** How long a claim on a round holds (a dead aggregator's lapses after this). */
   leaseMs: number;
   maxUpdateBytes: number;
+  /**
+   * Hands back an update's bytes once nothing holds a view of them: at once when it was not
+   * kept, after its round's step when it was (the decoded weights are views of them). The
+   * function passes shared/http's releaseBody, so the next update is read into the same memory;
+   * default: nothing (the collector takes them).
+   */
+  release?: (bytes: Uint8Array) => void;
 }
 
 /** What GET /v1/round answers: what a trainer needs to join the open round. */
@@ -196,7 +203,7 @@ interface Run {
    * The weights of the updates this process accepted for the open round, decoded and checked:
    * aggregated from here rather than read back from the store (a restarted process reads them).
    */
-  accepted: Map<string, { round: number; weights: NamedTensors }>;
+  accepted: Map<string, { round: number; weights: NamedTensors; bytes: Uint8Array }>;
   /**
    * FedBuff: versions before the held one that stale updates trained from, decoded once for the
    * offer's check and the step's delta (a version's model never changes).
@@ -380,7 +387,34 @@ async function tellOpenRound(run: Run): Promise<void> {
   await announceRound(run, state);
 }
 
+/** An update's bytes back to their owner (AggregatorDeps.release), when one was given. */
+function release(run: Run, bytes: Uint8Array): void {
+  run.deps.release?.(bytes);
+}
+
+/** Forgets every accepted update (their step is done) and hands their bytes back. */
+function forgetAccepted(run: Run): void {
+  const kept = [...run.accepted.values()];
+  run.accepted.clear();
+  for (const { bytes } of kept) release(run, bytes);
+}
+
 async function offer(run: Run, update: Parameters<Aggregator['offer']>[0]): Promise<OfferOutcome> {
+  const stored = await checkAndStore(run, update).catch((err: unknown) => {
+    release(run, update.weights);
+    throw err;
+  });
+  // Kept: its round's step hands it back. Else stored in Redis (ioredis wrote a copy of it) or
+  // refused: nothing holds a view of it any more.
+  if (!stored.kept) release(run, update.weights);
+  return stored.outcome;
+}
+
+/** The update checked and offered to the store; `kept` when its decoded weights were kept. */
+async function checkAndStore(
+  run: Run,
+  update: Parameters<Aggregator['offer']>[0],
+): Promise<{ outcome: OfferOutcome; kept: boolean }> {
   const { store, maxUpdateBytes } = run.deps;
   // Checked against the round's base model now, so a malformed update is a 400 to its sender
   // rather than a failure of the whole round later. The model this process holds is the open
@@ -405,11 +439,19 @@ async function offer(run: Run, update: Parameters<Aggregator['offer']>[0]): Prom
     nowMs: run.deps.now(),
     ...(fedbuff === undefined ? {} : { maxStaleness: fedbuff.maxStaleness }),
   });
-  if (outcome.kind === 'accepted' && decoded !== undefined)
-    run.accepted.set(update.worker, { round: outcome.round, weights: decoded });
+  const kept = outcome.kind === 'accepted' && decoded !== undefined;
+  if (outcome.kind === 'accepted' && decoded !== undefined) {
+    // An earlier entry it replaces (a round another process stepped) is left to the collector:
+    // a step in flight may still read it.
+    run.accepted.set(update.worker, {
+      round: outcome.round,
+      weights: decoded,
+      bytes: update.weights,
+    });
+  }
   if (outcome.kind === 'accepted' && outcome.n >= Math.min(outcome.quorum, outcome.selected))
     kick(run);
-  return outcome;
+  return { outcome, kept };
 }
 
 /**
@@ -498,7 +540,7 @@ async function aggregate(run: Run, state: RoundState, token: string, claim: Clai
   await store.saveModel(version, next);
   // The next round trains from it: kept, not read back and parsed again.
   run.base = { version, bytes: next, tensors: result.weights, strategyState: result.state };
-  run.accepted.clear();
+  forgetAccepted(run);
   // The versions an update may still train from after this step: no older one is asked again.
   const oldest = version - (buffered(config)?.maxStaleness ?? 0);
   for (const kept of run.older.keys()) if (kept < oldest) run.older.delete(kept);

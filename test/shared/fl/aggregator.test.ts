@@ -564,6 +564,48 @@ describe('the federated aggregator', () => {
     ).toBe(false);
   });
 
+  it("hands an update's bytes back at once when it is not kept, after its round's step when it is", async () => {
+    const released: Uint8Array[] = [];
+    const agg = aggregator(
+      { round: { minParticipants: 2, timeoutMs: 60_000, acceptFailures: true } },
+      { release: (bytes) => released.push(bytes) },
+    );
+    await agg.start();
+    const update = (worker: string, fill: number) => ({
+      worker,
+      round: 1,
+      base: 0,
+      meta: { samples: 10 },
+      weights: encodeWeights(weightsOf(model0, fill)),
+    });
+    const first = update('edge0', 1);
+    expect(await agg.offer(first)).toMatchObject({ kind: 'accepted' });
+    // Kept: the round's step reads its decoded weights, views of these bytes.
+    expect(released).toEqual([]);
+    const again = update('edge0', 1);
+    expect(await agg.offer(again)).toMatchObject({ kind: 'duplicate' });
+    expect(released).toEqual([again.weights]);
+    const wrong = {
+      ...update('edge1', 1),
+      weights: encodeWeights(
+        new Map([['dense1.weight', { dims: [2, 2], values: new Float32Array(4) }]]),
+      ),
+    };
+    await expect(agg.offer(wrong)).rejects.toThrow(ValidationError);
+    expect(released).toEqual([again.weights, wrong.weights]);
+    const second = update('edge1', 3);
+    await agg.offer(second);
+    await agg.tick();
+    expect(await store.state()).toMatchObject({ round: 2, version: 1 });
+    // Stepped: both kept updates handed back, each once, and the average made from them.
+    expect(released).toEqual([again.weights, wrong.weights, first.weights, second.weights]);
+    for (const tensor of readInitializers((await agg.model(1))!).values())
+      for (const v of tensor.values) expect(v).toBeCloseTo(2, 6);
+    const late = update('edge2', 1);
+    expect(await agg.offer(late)).toMatchObject({ kind: 'refused', reason: 'late' });
+    expect(released.at(-1)).toBe(late.weights);
+  });
+
   it('refuses an update whose tensors do not fit the model, naming them', async () => {
     const agg = aggregator();
     await agg.start();
