@@ -9,7 +9,7 @@
  * reason (late, closed, stale-base, not-selected, finished, future), 400/401/403/413 as usual.
  */
 import { z } from 'zod';
-import { ForbiddenError, ValidationError } from '../errors/index.js';
+import { ForbiddenError, ValidationError, errorAnswer } from '../errors/index.js';
 import { eventTypes } from '../events/index.js';
 import { defineFunction, onEvent, onRequest } from '../http/index.js';
 import type { Answer, FunctionDefinition, ReadinessCheck } from '../http/index.js';
@@ -19,6 +19,7 @@ import { parseInput } from '../schema/index.js';
 // node-auth alone: the status index would bring the controller into this function's bundle.
 import { authenticateBearer } from '../status/node-auth.js';
 import type { NodeTokens } from '../status/node-auth.js';
+import { JobNotStartedError } from './aggregator.js';
 import type { Aggregator } from './aggregator.js';
 import type { OfferOutcome } from './round-store.js';
 
@@ -112,6 +113,22 @@ function updateRoute(deps: AggregatorDefinitionDeps) {
   });
 }
 
+/**
+ * The open round, as GET /v1/round and a tick answer it. Before the job's first round opens, a
+ * 503 with Retry-After, answered rather than thrown: trainers that start first ask until it
+ * opens (shared/fl/trainer.ts startupPoll), an expected state and not a failure, which would be
+ * logged with its stack at every poll.
+ */
+async function roundAnswer(aggregator: Aggregator): Promise<Answer> {
+  try {
+    return { kind: 'json', body: await aggregator.round() };
+  } catch (err) {
+    if (!(err instanceof JobNotStartedError)) throw err;
+    const { status, headers, body } = errorAnswer(err);
+    return { kind: 'json', status, headers, body };
+  }
+}
+
 function flAggregatorDefinition(deps: AggregatorDefinitionDeps): FunctionDefinition {
   const { aggregator } = deps;
   return defineFunction({
@@ -146,7 +163,7 @@ function flAggregatorDefinition(deps: AggregatorDefinitionDeps): FunctionDefinit
       onRequest({
         method: 'GET',
         path: '/v1/round',
-        handle: async () => ({ kind: 'json', body: await aggregator.round() }),
+        handle: () => roundAnswer(aggregator),
       }),
       onRequest({
         method: 'GET',
@@ -174,7 +191,7 @@ function flAggregatorDefinition(deps: AggregatorDefinitionDeps): FunctionDefinit
         path: '/tick',
         async handle() {
           await aggregator.tick();
-          return { kind: 'json', body: await aggregator.round() };
+          return roundAnswer(aggregator);
         },
       }),
     ],

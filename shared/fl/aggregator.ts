@@ -54,6 +54,12 @@ function staleness(config: FlJobConfig): { maxStaleness?: number } {
   return fedbuff === undefined ? {} : { maxStaleness: fedbuff.maxStaleness };
 }
 
+/**
+ * The job's first round has not opened yet (its aggregator is starting): retryable, and expected
+ * while trainers that started first ask for their round.
+ */
+class JobNotStartedError extends UnavailableError {}
+
 interface AggregatorDeps {
   config: FlJobConfig;
   store: RoundStore;
@@ -754,7 +760,7 @@ async function retry(run: Run, state: RoundState, token: string): Promise<void> 
 async function roundView(run: Run): Promise<RoundView> {
   const { config, store } = run.deps;
   const state = await store.state();
-  if (state === undefined) throw new UnavailableError('the job has not started yet');
+  if (state === undefined) throw new JobNotStartedError('the job has not started yet');
   return {
     job: config.job,
     round: state.round,
@@ -797,5 +803,5 @@ function createAggregator(deps: AggregatorDeps): Aggregator {
   };
 }
 
-export { createAggregator };
+export { JobNotStartedError, createAggregator };
 export type { Aggregator, AggregatorDeps, RoundView };

@@ -194,3 +194,49 @@ describe('fl-aggregator over HTTP', () => {
     expect(logged.length).toBeLessThan(20_000);
   });
 });
+
+describe('fl-aggregator before its job starts', () => {
+  it('answers GET /v1/round with a retryable 503, logged as a request and not as a failure', async () => {
+    const redis = await testRedis();
+    const telemetry = capturedTelemetry('fl-aggregator');
+    const aggregator = createAggregator({
+      config,
+      store: createRoundStore(redis.client, `default/digits/${randomUUID()}`),
+      initialModel: () => Promise.resolve(model0),
+      notify: () => Promise.resolve(),
+      announce: () => Promise.resolve(),
+      now: Date.now,
+      schedule: () => () => {},
+      log: telemetry.log,
+      leaseMs: 5000,
+      maxUpdateBytes: 1 << 20,
+    });
+    const definition = flAggregatorDefinition({
+      config,
+      aggregator,
+      tokens,
+      maxUpdateBytes: 1 << 20,
+      readiness: [],
+    });
+    const fn = await listen(
+      buildServer(definition, { telemetry, bodyLimitBytes: 2 << 20, readinessTimeoutMs: 1000 }),
+    );
+    try {
+      const answer = await fetch(`${fn.url}/v1/round`);
+      expect(answer.status).toBe(503);
+      expect(answer.headers.get('retry-after')).toBe('1');
+      expect(await answer.json()).toEqual({
+        error: { status: 503, reason: 'UnavailableError', message: 'the job has not started yet' },
+      });
+      const request = telemetry.lines.find((l) => l['path'] === '/v1/round');
+      expect(request).toMatchObject({ status: 503, msg: 'request' });
+      expect(telemetry.lines.filter((l) => Number(l['level']) >= 50)).toEqual([]);
+      // Started, the same route answers the round.
+      await aggregator.start();
+      expect((await fetch(`${fn.url}/v1/round`)).status).toBe(200);
+    } finally {
+      await fn.close();
+      await redis.close();
+    }
+  });
+});
