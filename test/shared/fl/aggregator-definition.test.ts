@@ -53,6 +53,33 @@ function weights(fill: number): Uint8Array {
   return encodeWeights(out);
 }
 
+/** An aggregator of `config` on `redis`, not started, served over HTTP by its definition. */
+async function served(redis: TestRedis, telemetry: ReturnType<typeof capturedTelemetry>) {
+  const aggregator = createAggregator({
+    config,
+    store: createRoundStore(redis.client, `default/digits/${randomUUID()}`),
+    initialModel: () => Promise.resolve(model0),
+    notify: () => Promise.resolve(),
+    announce: () => Promise.resolve(),
+    now: Date.now,
+    schedule: () => () => {},
+    log: telemetry.log,
+    leaseMs: 5000,
+    maxUpdateBytes: 1 << 20,
+  });
+  const definition = flAggregatorDefinition({
+    config,
+    aggregator,
+    tokens,
+    maxUpdateBytes: 1 << 20,
+    readiness: [],
+  });
+  const fn = await listen(
+    buildServer(definition, { telemetry, bodyLimitBytes: 2 << 20, readinessTimeoutMs: 1000 }),
+  );
+  return { aggregator, fn };
+}
+
 describe('fl-aggregator over HTTP', () => {
   let redis: TestRedis;
   let fn: Listening;
@@ -61,29 +88,8 @@ describe('fl-aggregator over HTTP', () => {
 
   beforeAll(async () => {
     redis = await testRedis();
-    aggregator = createAggregator({
-      config,
-      store: createRoundStore(redis.client, `default/digits/${randomUUID()}`),
-      initialModel: () => Promise.resolve(model0),
-      notify: () => Promise.resolve(),
-      announce: () => Promise.resolve(),
-      now: Date.now,
-      schedule: () => () => {},
-      log: telemetry.log,
-      leaseMs: 5000,
-      maxUpdateBytes: 1 << 20,
-    });
+    ({ aggregator, fn } = await served(redis, telemetry));
     await aggregator.start();
-    const definition = flAggregatorDefinition({
-      config,
-      aggregator,
-      tokens,
-      maxUpdateBytes: 1 << 20,
-      readiness: [],
-    });
-    fn = await listen(
-      buildServer(definition, { telemetry, bodyLimitBytes: 2 << 20, readinessTimeoutMs: 1000 }),
-    );
   });
   afterAll(async () => {
     await fn.close();
@@ -199,28 +205,7 @@ describe('fl-aggregator before its job starts', () => {
   it('answers GET /v1/round with a retryable 503, logged as a request and not as a failure', async () => {
     const redis = await testRedis();
     const telemetry = capturedTelemetry('fl-aggregator');
-    const aggregator = createAggregator({
-      config,
-      store: createRoundStore(redis.client, `default/digits/${randomUUID()}`),
-      initialModel: () => Promise.resolve(model0),
-      notify: () => Promise.resolve(),
-      announce: () => Promise.resolve(),
-      now: Date.now,
-      schedule: () => () => {},
-      log: telemetry.log,
-      leaseMs: 5000,
-      maxUpdateBytes: 1 << 20,
-    });
-    const definition = flAggregatorDefinition({
-      config,
-      aggregator,
-      tokens,
-      maxUpdateBytes: 1 << 20,
-      readiness: [],
-    });
-    const fn = await listen(
-      buildServer(definition, { telemetry, bodyLimitBytes: 2 << 20, readinessTimeoutMs: 1000 }),
-    );
+    const { aggregator, fn } = await served(redis, telemetry);
     try {
       const answer = await fetch(`${fn.url}/v1/round`);
       expect(answer.status).toBe(503);
