@@ -68,11 +68,16 @@ function modelService(root: URL, name: string, model: string, file: string): Kub
 const serviceRef = (name: string) => ({ kind: 'knativeService' as const, namespace: ns, name });
 const graphRef = { kind: 'mlGraph' as const, namespace: ns, name: graphName };
 
-async function whenReady(kube: Kube, name: string, wait: Step['wait']): Promise<void> {
+/** Waits for a Service or an MLGraph of the demo to be Ready. */
+async function whenReady(
+  kube: Kube,
+  ref: ReturnType<typeof serviceRef> | typeof graphRef,
+  wait: Step['wait'],
+): Promise<void> {
   await waitFor(
-    `${name} to become Ready`,
-    async () => (ready(await kube.get(serviceRef(name)).catch(() => undefined)) ? true : undefined),
-    { timeoutMs: 120_000, why: async () => readiness(await kube.get(serviceRef(name))), ...wait },
+    `${ref.name} to become Ready`,
+    async () => (ready(await kube.get(ref).catch(() => undefined)) ? true : undefined),
+    { timeoutMs: 120_000, why: async () => readiness(await kube.get(ref)), ...wait },
   );
 }
 
@@ -84,17 +89,15 @@ async function deployGraph({ stack, step, wait }: Step, root: URL): Promise<stri
   ] as const) {
     await stack.kube.create('knativeService', ns, modelService(root, name, model, file));
   }
-  await Promise.all(['digits-edge', 'digits-cloud'].map((n) => whenReady(stack.kube, n, wait)));
+  await Promise.all(
+    ['digits-edge', 'digits-cloud'].map((n) => whenReady(stack.kube, serviceRef(n), wait)),
+  );
   step(
     `graph          models ready: digits-edge (models/edge.onnx), digits-cloud (models/cloud.onnx)`,
   );
   await stack.kube.create('mlGraph', ns, readManifest(new URL(sampleFile, root), sampleFile));
   step(`graph          applied MLGraph ${ns}/${graphName} (${sampleFile}, unchanged)`);
-  await waitFor(
-    `MLGraph ${graphName} to become Ready`,
-    async () => (ready(await stack.kube.get(graphRef)) ? true : undefined),
-    { timeoutMs: 120_000, why: async () => readiness(await stack.kube.get(graphRef)), ...wait },
-  );
+  await whenReady(stack.kube, graphRef, wait);
   const status = (await stack.kube.get(graphRef))['status'] as { url?: string; nodeCount?: number };
   const services = await stack.kube.list('knativeService', { namespace: ns });
   const owned = services.items
@@ -226,43 +229,34 @@ async function learnWithCost(at: Step, root: URL, n: number, windows: number) {
   const name = `${graphName}-costed`;
   const ref = { ...graphRef, name };
   await stack.kube.create('mlGraph', ns, costedGraph(root, name));
-  await waitFor(
-    `MLGraph ${name} to become Ready`,
-    async () => (ready(await stack.kube.get(ref)) ? true : undefined),
-    { timeoutMs: 120_000, why: async () => readiness(await stack.kube.get(ref)), ...wait },
-  );
+  await whenReady(stack.kube, ref, wait);
   const url = await waitFor(`the ${name} route`, () => stack.urlOf(ns, name), wait);
   step(
     `graph          MLGraph ${name}: the same spec, its router's cloud arm costing ${lambda} a request (router.costs): the router maximises accuracy - ${lambda} x offload`,
   );
   const sent = await sendWindows(step, { url, model: name, label: 'costed' }, n, windows);
-  await stack.kube.delete(ref);
+  await deleteGraph(stack.kube, name, wait);
+  return sent;
+}
+
+/** Deletes MLGraph `name` and waits until none of its Services is left. */
+async function deleteGraph(kube: Kube, name: string, wait: Step['wait']): Promise<void> {
+  await kube.delete({ ...graphRef, name });
   await waitFor(
     `the ${name} Services to be deleted with it`,
     async () => {
-      const left = await stack.kube.list('knativeService', { namespace: ns });
+      const left = await kube.list('knativeService', { namespace: ns });
       return left.items.some((s) => s.metadata.labels?.['edgeai.io/mlgraph'] === name)
         ? undefined
         : true;
     },
     wait,
   );
-  return sent;
 }
 
 /** Deletes the graph, waits for its Services to go, then removes the two model Services. */
 async function removeGraph({ stack, step, wait }: Step): Promise<void> {
-  await stack.kube.delete(graphRef);
-  await waitFor(
-    "the graph's Services to be deleted with it",
-    async () => {
-      const left = await stack.kube.list('knativeService', { namespace: ns });
-      return left.items.some((s) => s.metadata.labels?.['edgeai.io/mlgraph'] === graphName)
-        ? undefined
-        : true;
-    },
-    wait,
-  );
+  await deleteGraph(stack.kube, graphName, wait);
   step(
     `graph          deleted MLGraph ${graphName}: its executor and router Services went with it`,
   );

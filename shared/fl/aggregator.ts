@@ -445,7 +445,7 @@ async function checkAndStore(
     nowMs: run.deps.now(),
     ...(fedbuff === undefined ? {} : { maxStaleness: fedbuff.maxStaleness }),
   });
-  const kept = outcome.kind === 'accepted' && decoded !== undefined;
+  let kept = false;
   if (outcome.kind === 'accepted' && decoded !== undefined) {
     // An earlier entry it replaces (a round another process stepped) is left to the collector:
     // a step in flight may still read it.
@@ -454,6 +454,7 @@ async function checkAndStore(
       weights: decoded,
       bytes: update.weights,
     });
+    kept = true;
   }
   if (outcome.kind === 'accepted' && outcome.n >= Math.min(outcome.quorum, outcome.selected))
     kick(run);

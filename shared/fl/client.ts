@@ -248,25 +248,24 @@ async function call(
 }
 
 /**
- * A POST of `body` by `caller.post`, answered as `call` answers: a Response (the body read
- * whole), or unavailable when there is no answer, or the caller's reason when it gave up.
+ * A POST of `body` by `post`, answered as `call` answers: a Response (the body read whole), or
+ * unavailable when there is no answer, or the caller's reason when it gave up.
  */
 async function posted(
-  caller: Caller & { post: HttpSend },
+  post: HttpSend,
   what: string,
   url: string,
-  init: { headers: Record<string, string>; body: Uint8Array; signal?: AbortSignal | undefined },
+  init: {
+    headers: Record<string, string>;
+    body: Uint8Array;
+    timeoutMs: number;
+    signal?: AbortSignal | undefined;
+  },
 ): Promise<Response> {
-  const { headers, body, signal } = init;
+  const { headers, body, timeoutMs, signal } = init;
   const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
   try {
-    const answer = await caller.post(url, {
-      method: 'POST',
-      headers,
-      body: bytes,
-      timeoutMs: caller.timeoutMs,
-      signal,
-    });
+    const answer = await post(url, { method: 'POST', headers, body: bytes, timeoutMs, signal });
     const empty = answer.body.length === 0 || [204, 205, 304].includes(answer.status);
     return new Response(empty ? null : answer.body, { status: answer.status });
   } catch (err) {
@@ -363,9 +362,10 @@ async function sendUpdate(
           body: update.weights as Uint8Array<ArrayBuffer>,
           signal,
         })
-      : await posted({ ...caller, post }, what, caller.eventsUrl, {
+      : await posted(post, what, caller.eventsUrl, {
           headers,
           body: update.weights,
+          timeoutMs: caller.timeoutMs,
           signal,
         });
   if (response.status === 409) {

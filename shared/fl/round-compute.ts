@@ -235,4 +235,4 @@ export {
   warmUp,
   warmUpModel,
 };
-export type { DecodedModel, LocalTraining, NetworkFor, Trained };
+export type { DecodedModel, LocalTraining, Trained };
