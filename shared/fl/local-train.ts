@@ -170,14 +170,20 @@ function localTrain(
   options: LocalTrainOptions,
 ): LocalUpdate {
   checkOptions(options);
-  return trainNetwork(networkFrom(readInitializers(globalModel), layers), data, options);
+  const network = networkFrom(readInitializers(globalModel), layers);
+  return { ...trainInPlace(network, data, options), weights: weightsOf(network) };
 }
 
 /**
  * localTrain on a Network already holding the global model's weights (networkFrom), which it
- * trains in place: a trainer that has rebuilt the model to check it does not build it twice.
+ * trains in place (its parameters are then the update's weights: parameterTensors): a trainer
+ * that has rebuilt the model to check it does not build it twice.
  */
-function trainNetwork(network: Network, data: Split, options: LocalTrainOptions): LocalUpdate {
+function trainInPlace(
+  network: Network,
+  data: Split,
+  options: LocalTrainOptions,
+): Omit<LocalUpdate, 'weights'> {
   checkOptions(options);
   checkData(network, data);
   const started = performance.now();
@@ -201,12 +207,7 @@ function trainNetwork(network: Network, data: Split, options: LocalTrainOptions)
     shuffle(order, uniform);
     loss = epoch(network, data, order, step);
   }
-  return {
-    weights: weightsOf(network),
-    samples: data.n,
-    loss,
-    trainMs: performance.now() - started,
-  };
+  return { samples: data.n, loss, trainMs: performance.now() - started };
 }
 
 /**
@@ -237,5 +238,5 @@ function evaluate(
   return { accuracy: correct / split.n, loss: loss / split.n };
 }
 
-export { localTrain, trainNetwork, evaluate };
+export { localTrain, trainInPlace, evaluate };
 export type { LocalTrainOptions, LocalUpdate, Evaluation };

@@ -7,7 +7,7 @@
 import { ValidationError } from '../errors/index.js';
 import { Network } from '../training/network.js';
 import type { Layer, LayerSpec } from '../training/network.js';
-import type { NamedTensors, Tensor } from './weights.js';
+import type { EncodableTensor, NamedTensors, Tensor } from './weights.js';
 
 /** The digits' input: one 28x28 channel (flat 784 pixels in the ONNX graph). */
 const digitShape = [1, 28, 28] as const;
@@ -78,11 +78,21 @@ function loadWeights(network: Network, weights: NamedTensors): Network {
 /** `network`'s parameters as named float32 tensors with their ONNX dims (copies). */
 function weightsOf(network: Network): Map<string, Tensor> {
   return new Map(
-    parametersWithDims(network).map(({ param, dims }) => [
-      param.name,
-      { dims, values: Float32Array.from(param.value) },
+    [...parameterTensors(network)].map(([name, { dims, values }]) => [
+      name,
+      { dims, values: Float32Array.from(values) },
     ]),
   );
 }
 
-export { digitShape, loadWeights, networkFrom, weightsOf };
+/** `network`'s parameters as tensors named and shaped as its ONNX initializers: views, not copies. */
+function parameterTensors(network: Network): Map<string, EncodableTensor> {
+  return new Map(
+    parametersWithDims(network).map(({ param, dims }) => [
+      param.name,
+      { dims, values: param.value },
+    ]),
+  );
+}
+
+export { digitShape, loadWeights, networkFrom, parameterTensors, weightsOf };

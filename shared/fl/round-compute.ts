@@ -15,8 +15,8 @@ import { Network } from '../training/network.js';
 import type { LayerSpec } from '../training/network.js';
 import { exportOnnx, onnxLayers, readInitializers } from '../training/onnx-export.js';
 import type { DatasetReader, DatasetSource } from './dataset-source.js';
-import { trainNetwork } from './local-train.js';
-import { digitShape, loadWeights } from './network-weights.js';
+import { trainInPlace } from './local-train.js';
+import { digitShape, loadWeights, parameterTensors } from './network-weights.js';
 import { encodeWeights } from './weights.js';
 import type { NamedTensors } from './weights.js';
 
@@ -63,6 +63,11 @@ interface LocalTraining {
   run(model: Uint8Array, training: TrainingParameters, signal: AbortSignal): Promise<Trained>;
   /** Reads the Dataset ahead of the first round; a failure is that round's to report. */
   prefetch(): void;
+  /**
+   * Hands back a round's `encoded` update once it is sent (or given up): a later round's update
+   * may be written into its memory, so the caller must not read it any more.
+   */
+  release(trained: Trained): void;
   close(): Promise<void>;
 }
 
@@ -100,7 +105,20 @@ function decodeModel(model: Uint8Array): DecodedModel {
 /** The Network a round loads the global weights into, for its layers. */
 type NetworkFor = (layers: readonly LayerSpec[]) => Network;
 
-const freshNetwork: NetworkFor = (layers) => new Network(digitShape, layers);
+/** The memory an encoded update is written into, for its size in bytes (4-byte aligned). */
+type Memory = (bytes: number) => Uint8Array;
+
+/** What a round's computation builds its Network in and writes its update into. */
+interface Workspace {
+  readonly network: NetworkFor;
+  readonly memory: Memory;
+}
+
+/** A new Network and new memory for every round. */
+const freshWorkspace: Workspace = {
+  network: (layers) => new Network(digitShape, layers),
+  memory: (bytes) => new Uint8Array(bytes),
+};
 
 /**
  * The Network of the last architecture trained, kept from one round to the next: a round loads
@@ -150,17 +168,21 @@ async function loadData(read: DatasetReader, source: DatasetSource, classes: num
 }
 
 /** Local training and the encoded weights (RoundFailure 2 for data that does not fit). */
-function train(network: Network, data: Split, training: TrainingParameters): Trained {
-  let update: ReturnType<typeof trainNetwork>;
+function train(
+  network: Network,
+  data: Split,
+  training: TrainingParameters,
+  memory: Memory,
+): Trained {
+  let trained: ReturnType<typeof trainInPlace>;
   try {
-    update = trainNetwork(network, data, training);
+    trained = trainInPlace(network, data, training);
   } catch (err) {
     const code = err instanceof ValidationError ? exitCodes.dataset : exitCodes.rejected;
     throw new RoundFailure(code, `local training failed: ${messageOf(err)}`);
   }
   try {
-    const { samples, loss, trainMs } = update;
-    return { samples, loss, trainMs, encoded: encodeWeights(update.weights) };
+    return { ...trained, encoded: encodeWeights(parameterTensors(network), memory) };
   } catch (err) {
     // Non-finite weights: training diverged with these parameters.
     throw new RoundFailure(exitCodes.rejected, `the trained weights: ${messageOf(err)}`);
@@ -172,11 +194,11 @@ async function computeRound(
   model: DecodedModel,
   training: TrainingParameters,
   data: { read: DatasetReader; source: DatasetSource },
-  networkFor: NetworkFor = freshNetwork,
+  workspace: Workspace = freshWorkspace,
 ): Promise<Trained> {
-  const network = rebuild(model, networkFor);
+  const network = rebuild(model, workspace.network);
   const split = await loadData(data.read, data.source, network.outputSize);
-  return train(network, split, training);
+  return train(network, split, training, workspace.memory);
 }
 
 /**
@@ -220,6 +242,8 @@ function inThreadTraining(data: { read: DatasetReader; source: DatasetSource }):
     prefetch() {
       data.read(data.source).catch(() => undefined);
     },
+    // Each round's update is written into new memory.
+    release: () => undefined,
     close: () => Promise.resolve(),
   };
 }
@@ -235,4 +259,4 @@ export {
   warmUp,
   warmUpModel,
 };
-export type { DecodedModel, LocalTraining, Trained };
+export type { DecodedModel, LocalTraining, Memory, Trained };

@@ -260,6 +260,9 @@ async function runRound(parts: Parts, round: Round): Promise<RoundResult> {
     return await sendUpdate(parts, round, trained);
   } catch (err) {
     return ended(parts, round, err, trained);
+  } finally {
+    // Sent or given up: its memory may take a later round's update.
+    if (trained !== undefined) parts.training.release(trained);
   }
 }
 

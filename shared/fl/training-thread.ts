@@ -27,7 +27,7 @@ import {
   warmUp,
   warmUpModel,
 } from './round-compute.js';
-import type { DecodedModel, LocalTraining, Trained } from './round-compute.js';
+import type { DecodedModel, LocalTraining, Memory, Trained } from './round-compute.js';
 
 /** Marks the thread this module starts. */
 const role = 'edgeai-fl-training';
@@ -35,26 +35,35 @@ const role = 'edgeai-fl-training';
 interface Request {
   model: DecodedModel;
   training: TrainingParameters;
+  /** Memory of an update already sent, to write this round's into (shared, not copied). */
+  memory: SharedArrayBuffer | undefined;
 }
 
 const messageOf = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
-/** The bytes in an ArrayBuffer of their own, which can be transferred. */
-function own(bytes: Uint8Array): Uint8Array {
-  const whole = bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength;
-  return whole && bytes.buffer instanceof ArrayBuffer ? bytes : new Uint8Array(bytes);
-}
+/**
+ * The round's update written into the memory its request brought, when large enough, else into
+ * new shared memory: either way the main thread sends it from there (no copy, and memory reused
+ * round after round costs no page faults).
+ */
+const sharedMemory =
+  (given: SharedArrayBuffer | undefined): Memory =>
+  (bytes) =>
+    new Uint8Array(
+      given !== undefined && given.byteLength >= bytes ? given : new SharedArrayBuffer(bytes),
+      0,
+      bytes,
+    );
 
 /** The thread's side: reads the Dataset at once, then computes each round it is sent. */
 function trainingThreadMain(nice: number, source: DatasetSource): void {
   const data = { read: cachedDatasetReader(), source };
-  const networkFor = keptNetwork();
+  const network = keptNetwork();
   serveCalls<Request, Trained>(
     nice,
-    async ({ model, training }) => {
-      const trained = await computeRound(model, training, data, networkFor);
-      const encoded = own(trained.encoded);
-      return { result: { ...trained, encoded }, transfer: [encoded.buffer as ArrayBuffer] };
+    async ({ model, training, memory }) => {
+      const workspace = { network, memory: sharedMemory(memory) };
+      return { result: await computeRound(model, training, data, workspace) };
     },
     (err) =>
       err instanceof RoundFailure
@@ -76,13 +85,24 @@ function threadTraining(options: { source: DatasetSource; nice: number; log: Log
     log: options.log,
     failure: (code, message) => new RoundFailure(code ?? exitCodes.transient, message),
   });
+  /** The memory of the last update sent (release), which the next round's is written into. */
+  let sent: SharedArrayBuffer | undefined;
   const training: LocalTraining = {
     async run(bytes, params, signal) {
       signal.throwIfAborted();
       // Decoded here, at the trainer's priority (a RoundFailure 3 rejects the round at once);
-      // the decoded weights are copies, moved to the thread (transferred, not cloned).
+      // the decoded weights are copies, moved to the thread (transferred, not cloned). The
+      // update is written into the memory of the last one sent, which nothing reads any more.
       const model = decodeModel(bytes);
-      return thread.call({ model, training: params }, { signal, transfer: transferList(model) });
+      const memory = sent;
+      sent = undefined;
+      return thread.call(
+        { model, training: params, memory },
+        { signal, transfer: transferList(model) },
+      );
+    },
+    release({ encoded }) {
+      if (encoded.buffer instanceof SharedArrayBuffer) sent = encoded.buffer;
     },
     prefetch() {
       thread.start();

@@ -70,7 +70,7 @@ function checkName(name: string): void {
 }
 
 /** Throws unless `tensor` has a valid name and as many values as its dims say. */
-function checkTensor(name: string, tensor: Tensor): number {
+function checkTensor(name: string, tensor: EncodableTensor): number {
   checkName(name);
   const count = elementCount(name, tensor.dims);
   if (count !== tensor.values.length) {
@@ -90,22 +90,37 @@ function checkFinite(name: string, values: Float32Array): void {
 }
 
 /**
- * The wire encoding of `tensors` (header, JSON index, float32 little-endian data). Names, dims
- * value counts and finiteness are checked here too, so a malformed update fails at its sender.
+ * A tensor as encodeWeights takes it: float32 values, or a Network's float64 parameters, which
+ * are written rounded to float32 (no float32 copy of them made first).
  */
-function encodeWeights(tensors: NamedTensors): Uint8Array {
+interface EncodableTensor {
+  readonly dims: readonly number[];
+  readonly values: Float32Array | Float64Array;
+}
+
+/**
+ * The wire encoding of `tensors` (header, JSON index, float32 little-endian data), written into
+ * the bytes `memory` gives for its size (4-byte aligned; default: new memory). Names, dims,
+ * value counts and finiteness (as float32) are checked here too, so a malformed update fails at
+ * its sender.
+ */
+function encodeWeights(
+  tensors: ReadonlyMap<string, EncodableTensor>,
+  memory: (bytes: number) => Uint8Array = (bytes) => new Uint8Array(bytes),
+): Uint8Array {
   const entries: Array<{ name: string; dims: number[]; offset: number }> = [];
   let dataBytes = 0;
   for (const [name, tensor] of tensors) {
     const count = checkTensor(name, tensor);
-    checkFinite(name, tensor.values);
     entries.push({ name, dims: [...tensor.dims], offset: dataBytes });
     dataBytes += 4 * count;
   }
   const index = new TextEncoder().encode(JSON.stringify(entries));
   const dataStart = align4(headerBytes + index.length);
-  const out = new Uint8Array(dataStart + dataBytes);
-  const view = new DataView(out.buffer);
+  const out = memory(dataStart + dataBytes);
+  if (out.length !== dataStart + dataBytes || out.byteOffset % 4 !== 0)
+    throw new RangeError(`encodeWeights: ${dataStart + dataBytes} aligned bytes were asked for`);
+  const view = new DataView(out.buffer, out.byteOffset, out.byteLength);
   out.set(new TextEncoder().encode(magic), 0);
   view.setUint32(4, version, true);
   view.setUint32(8, dataStart - headerBytes, true);
@@ -113,20 +128,29 @@ function encodeWeights(tensors: NamedTensors): Uint8Array {
   out.set(index, headerBytes);
   out.fill(0x20, headerBytes + index.length, dataStart);
   let offset = dataStart;
-  for (const tensor of tensors.values()) {
-    writeFloats(view, offset, tensor.values);
+  for (const [name, tensor] of tensors) {
+    checkFinite(name, writeFloats(view, offset, tensor.values));
     offset += 4 * tensor.values.length;
   }
   return out;
 }
 
-/** Writes `values` little-endian at byte `offset` (4-aligned) of `view`'s buffer. */
-function writeFloats(view: DataView, offset: number, values: Float32Array): void {
+/**
+ * Writes `values` as float32 little-endian at byte `offset` (4-aligned) of `view`; returns what
+ * was written, as float32s.
+ */
+function writeFloats(
+  view: DataView,
+  offset: number,
+  values: Float32Array | Float64Array,
+): Float32Array {
   if (littleEndian) {
-    new Float32Array(view.buffer, offset, values.length).set(values);
-    return;
+    const written = new Float32Array(view.buffer, view.byteOffset + offset, values.length);
+    written.set(values);
+    return written;
   }
   for (let i = 0; i < values.length; i += 1) view.setFloat32(offset + 4 * i, values[i]!, true);
+  return Float32Array.from(values);
 }
 
 /** `count` floats at `offset` of `bytes`: a view when aligned on a little-endian machine. */
@@ -256,4 +280,4 @@ function decodeWeights(bytes: Uint8Array, limits: DecodeLimits): Map<string, Ten
 }
 
 export { encodeWeights, decodeWeights, checkFinite };
-export type { Tensor, NamedTensors };
+export type { EncodableTensor, Tensor, NamedTensors };

@@ -101,6 +101,22 @@ describe('the training thread of the compiled build', () => {
     expect(Buffer.from(trained.encoded).equals(Buffer.from(here.encoded))).toBe(true);
   });
 
+  it("writes a round's update into the memory of the last one released, never of one still held", async () => {
+    const threaded = start(8);
+    const signal = new AbortController().signal;
+    const first = await threaded.run(model, training, signal);
+    const kept = Buffer.from(first.encoded);
+    // Not released (its update still being sent): the next round's is written elsewhere.
+    const second = await threaded.run(model, { ...training, seed: 4 }, signal);
+    expect(second.encoded.buffer).not.toBe(first.encoded.buffer);
+    expect(Buffer.from(first.encoded).equals(kept)).toBe(true);
+    threaded.release(second);
+    const third = await threaded.run(model, training, signal);
+    // The released memory holds the third round's update, which is the first's (same seed).
+    expect(Buffer.from(second.encoded).equals(kept)).toBe(true);
+    expect(Buffer.from(third.encoded).equals(kept)).toBe(true);
+  });
+
   it('stops a superseded round with its reason, and trains the next one on a new thread', async () => {
     const threaded = start(9);
     const long = { ...training, epochs: 200 };

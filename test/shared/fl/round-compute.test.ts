@@ -67,8 +67,8 @@ describe('the warm-up before the first round', () => {
   });
 });
 
-describe('the Network kept from one round to the next', () => {
-  it('trains each round to the same bytes as a new Network, across models and architectures', async () => {
+describe('the Network and the memory kept from one round to the next', () => {
+  it('trains each round to the same bytes as a new Network and new memory, across models and architectures', async () => {
     const { source, model } = fixture();
     const data = { read: readDataset, source };
     const first = await computeRound(decodeModel(model), training, data);
@@ -78,9 +78,12 @@ describe('the Network kept from one round to the next', () => {
     const wider = new Network([1, 28, 28], [{ type: 'dense', units: 10 }]);
     wider.initialize(seededRandom(5));
     const other = exportOnnx(wider, 'other', 'test');
-    const kept = keptNetwork();
+    // The kept Network, and one memory every round's update is written into.
+    const memory = new SharedArrayBuffer(1 << 20);
+    const kept = { network: keptNetwork(), memory: (n: number) => new Uint8Array(memory, 0, n) };
     for (const bytes of [model, next, other, model]) {
       const reused = await computeRound(decodeModel(bytes), training, data, kept);
+      expect(reused.encoded.buffer).toBe(memory);
       const fresh = await computeRound(decodeModel(bytes), training, data);
       expect(Buffer.from(reused.encoded).equals(Buffer.from(fresh.encoded))).toBe(true);
       expect(reused.loss).toBe(fresh.loss);
