@@ -15,7 +15,7 @@ import { z } from 'zod';
 import { PayloadTooLargeError, ValidationError } from '../errors/index.js';
 import { encodeBinary, eventTypes, headerValue } from '../events/index.js';
 import { CallTimeoutError, createHttpClient, endpoint } from '../http/index.js';
-import type { HttpSend } from '../http/index.js';
+import type { HttpAnswer, HttpCall, HttpSend } from '../http/index.js';
 import type { TrainerFailed } from '../messages/federated.js';
 import { nodeHeader } from '../messages/worker-message.js';
 import { parseInput } from '../schema/index.js';
@@ -73,14 +73,13 @@ interface TrainerClientOptions {
   /** The node the trainer runs on, and its token (without one, updates carry no credentials). */
   node: string;
   token?: string | undefined;
-  /** Default: the global fetch. */
-  fetch?: typeof fetch;
   /**
-   * How updates are posted. Default: node:http with keep-alive (shared/http/client.ts), which
-   * sends the weights' bytes as they are where fetch copies them (0.8 MB per update of the
-   * bench's model, fresh memory each time); through `fetch` when only that is given.
+   * How every call goes. Default: node:http with keep-alive (shared/http/client.ts), which sends
+   * an update's bytes as they are where fetch copies them (0.8 MB per update of the bench's
+   * model, fresh memory each time), and does not compile undici's WebAssembly HTTP parser, which
+   * took about 80 ms of each trainer's CPU in round 1 once its polls made the parser hot.
    */
-  post?: HttpSend;
+  send?: HttpSend;
   /** Each call's timeout but the model download's (default 30 s). */
   timeoutMs?: number;
   /** The model download's timeout, body included (default 5 min). */
@@ -133,10 +132,10 @@ const messageOf = (err: unknown) => (err instanceof Error ? err.message : String
 const shorten = (text: string, max = 300) =>
   text.length > max ? `${text.slice(0, max)}...` : text;
 
-/** The answer's body as JSON, or undefined (not JSON, or unreadable). */
-async function jsonBody(response: Response): Promise<unknown> {
+/** The answer's body as JSON, or undefined (not JSON). */
+function jsonBody(answer: HttpAnswer): unknown {
   try {
-    return JSON.parse(await response.text()) as unknown;
+    return JSON.parse(answer.body.toString('utf8')) as unknown;
   } catch {
     return undefined;
   }
@@ -171,10 +170,12 @@ function refusalOf(body: unknown): string {
   return message === undefined ? refusal : `${refusal}: ${message}`;
 }
 
+const ok = (answer: HttpAnswer) => answer.status >= 200 && answer.status < 300;
+
 /** Throws the error a non-2xx answer means, naming the call, status and the aggregator's message. */
-async function refused(response: Response, what: string): Promise<never> {
-  const { status } = response;
-  const detail = errorMessage(await jsonBody(response));
+function refused(answer: HttpAnswer, what: string): never {
+  const { status } = answer;
+  const detail = errorMessage(jsonBody(answer));
   const message = `${what}: the aggregator answered ${status}${detail === undefined ? '' : ` (${detail})`}`;
   if (status >= 500 || retriedStatuses.has(status)) {
     throw new AggregatorUnavailableError(message, status);
@@ -182,38 +183,10 @@ async function refused(response: Response, what: string): Promise<never> {
   throw new AggregatorRejectedError(message, status);
 }
 
-/** The body's bytes, refused (PayloadTooLargeError) past `maxBytes` without reading further. */
-async function boundedBytes(response: Response, maxBytes: number, what: string) {
-  const declared = Number(response.headers.get('content-length') ?? NaN);
-  const tooLarge = (size: string) =>
-    new PayloadTooLargeError(`${what} is ${size} bytes, over the limit of ${maxBytes}`);
-  if (declared > maxBytes) {
-    await response.body?.cancel();
-    throw tooLarge(String(declared));
-  }
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  const reader = response.body?.getReader();
-  for (;;) {
-    const next = await reader?.read();
-    if (next === undefined || next.done) break;
-    const chunk = next.value as Uint8Array;
-    total += chunk.length;
-    if (total > maxBytes) {
-      await reader?.cancel();
-      throw tooLarge(`over ${maxBytes}`);
-    }
-    chunks.push(chunk);
-  }
-  return chunks.length === 1 ? chunks[0]! : new Uint8Array(Buffer.concat(chunks));
-}
-
 /** What every call of one client shares. */
 interface Caller {
   readonly options: TrainerClientOptions;
-  readonly send: typeof fetch;
-  /** Updates' posts (TrainerClientOptions.post); undefined: through `send`. */
-  readonly post: HttpSend | undefined;
+  readonly send: HttpSend;
   readonly timeoutMs: number;
   readonly modelTimeoutMs: number;
   /** Where events go: the aggregator's root. */
@@ -225,63 +198,25 @@ interface Caller {
 }
 
 /**
- * One request under its timeout (and the caller's signal). No answer: unavailable, unless the
- * caller gave up, whose reason is rethrown. Redirects are not followed (they are answers).
+ * One request under its timeout (the caller's own, else the client's) and the caller's signal:
+ * an answer (any status, the body read whole; redirects are answers), or unavailable when none
+ * came, or the caller's reason when it gave up, or PayloadTooLargeError past `maxBytes`.
  */
 async function call(
   caller: Caller,
   what: string,
   url: string,
-  init: RequestInit & { timeoutMs?: number; signal?: AbortSignal | undefined },
-): Promise<Response> {
-  const { timeoutMs, signal, ...request } = init;
-  const ms = timeoutMs ?? caller.timeoutMs;
-  const timeout = AbortSignal.timeout(ms);
-  const both = signal === undefined ? timeout : AbortSignal.any([timeout, signal]);
+  request: Omit<HttpCall, 'timeoutMs'> & { timeoutMs?: number },
+): Promise<HttpAnswer> {
+  const { timeoutMs = caller.timeoutMs, signal } = request;
   try {
-    return await caller.send(url, { ...request, redirect: 'manual', signal: both });
+    return await caller.send(url, { ...request, timeoutMs });
   } catch (err) {
     if (signal?.aborted === true) throw signal.reason;
-    const why = timeout.aborted ? `no answer within ${ms} ms` : messageOf(err);
-    throw new AggregatorUnavailableError(`${what}: ${why}`, undefined, { cause: err });
-  }
-}
-
-/**
- * A POST of `body` by `post`, answered as `call` answers: a Response (the body read whole), or
- * unavailable when there is no answer, or the caller's reason when it gave up.
- */
-async function posted(
-  post: HttpSend,
-  what: string,
-  url: string,
-  init: {
-    headers: Record<string, string>;
-    body: Uint8Array;
-    timeoutMs: number;
-    signal?: AbortSignal | undefined;
-  },
-): Promise<Response> {
-  const { headers, body, timeoutMs, signal } = init;
-  const bytes = Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-  try {
-    const answer = await post(url, { method: 'POST', headers, body: bytes, timeoutMs, signal });
-    const empty = answer.body.length === 0 || [204, 205, 304].includes(answer.status);
-    return new Response(empty ? null : answer.body, { status: answer.status });
-  } catch (err) {
-    if (signal?.aborted === true) throw signal.reason;
-    const why = err instanceof CallTimeoutError ? err.message : messageOf(err);
-    throw new AggregatorUnavailableError(`${what}: ${why}`, undefined, { cause: err });
-  }
-}
-
-/** Reads a 2xx body under the call's own failure rules (a cut body: unavailable). */
-async function reading<T>(what: string, read: () => Promise<T>): Promise<T> {
-  try {
-    return await read();
-  } catch (err) {
     if (err instanceof PayloadTooLargeError) throw err;
-    throw new AggregatorUnavailableError(`${what}: ${messageOf(err)}`, undefined, { cause: err });
+    const why =
+      err instanceof CallTimeoutError ? `no answer within ${timeoutMs} ms` : messageOf(err);
+    throw new AggregatorUnavailableError(`${what}: ${why}`, undefined, { cause: err });
   }
 }
 
@@ -289,15 +224,10 @@ async function currentRound(caller: Caller, signal?: AbortSignal): Promise<Round
   const what = 'round status';
   const url = endpoint(caller.options.aggregatorUrl, 'v1/round');
   const headers = { ...caller.auth, accept: 'application/json' };
-  const response = await call(caller, what, url, { method: 'GET', headers, signal });
-  if (!response.ok) return refused(response, what);
-  const body = await reading(what, () => response.text());
-  let json: unknown;
-  try {
-    json = JSON.parse(body);
-  } catch {
-    throw new ValidationError(`${what}: the aggregator's answer is not JSON`);
-  }
+  const answer = await call(caller, what, url, { method: 'GET', headers, signal });
+  if (!ok(answer)) return refused(answer, what);
+  const json = jsonBody(answer);
+  if (json === undefined) throw new ValidationError(`${what}: the aggregator's answer is not JSON`);
   return parseInput(roundStatus, json, what);
 }
 
@@ -313,15 +243,23 @@ async function fetchModel(
     );
   }
   const what = 'model download';
-  const init = { headers: caller.auth, timeoutMs: caller.modelTimeoutMs, signal };
-  const response = await call(caller, what, model.url, init);
-  if (!response.ok) return refused(response, what);
-  const bytes = await reading(what, () => boundedBytes(response, model.maxBytes, 'the model'));
-  const got = createHash('sha256').update(bytes).digest('hex');
+  const request = {
+    method: 'GET',
+    headers: caller.auth,
+    timeoutMs: caller.modelTimeoutMs,
+    maxBytes: model.maxBytes,
+    signal,
+  } as const;
+  const answer = await call(caller, what, model.url, request).catch((err: unknown) => {
+    if (!(err instanceof PayloadTooLargeError)) throw err;
+    throw new PayloadTooLargeError(err.message.replace(/^the answer/, 'the model'));
+  });
+  if (!ok(answer)) return refused(answer, what);
+  const got = createHash('sha256').update(answer.body).digest('hex');
   if (got !== model.sha256) {
     throw new ModelDigestError(`the model's sha256 is ${got}, the round names ${model.sha256}`);
   }
-  return bytes;
+  return answer.body;
 }
 
 /** The update's binary-mode CloudEvent headers (flUpdateAttributes), signed as the node. */
@@ -352,28 +290,17 @@ async function sendUpdate(
   signal?: AbortSignal,
 ): Promise<UpdateOutcome> {
   const what = `round ${update.round} update`;
-  const headers = updateHeaders(caller, update);
-  const { post } = caller;
-  const response =
-    post === undefined
-      ? await call(caller, what, caller.eventsUrl, {
-          method: 'POST',
-          headers,
-          body: update.weights as Uint8Array<ArrayBuffer>,
-          signal,
-        })
-      : await posted(post, what, caller.eventsUrl, {
-          headers,
-          body: update.weights,
-          timeoutMs: caller.timeoutMs,
-          signal,
-        });
-  if (response.status === 409) {
-    return { outcome: 'refused', reason: refusalOf(await jsonBody(response)) };
-  }
-  if (!response.ok) return refused(response, what);
-  await response.body?.cancel();
-  return { outcome: response.status === 200 ? 'duplicate' : 'accepted' };
+  const { weights } = update;
+  const answer = await call(caller, what, caller.eventsUrl, {
+    method: 'POST',
+    headers: updateHeaders(caller, update),
+    // A view of the weights' memory, not a copy.
+    body: Buffer.from(weights.buffer, weights.byteOffset, weights.byteLength),
+    signal,
+  });
+  if (answer.status === 409) return { outcome: 'refused', reason: refusalOf(jsonBody(answer)) };
+  if (!ok(answer)) return refused(answer, what);
+  return { outcome: answer.status === 200 ? 'duplicate' : 'accepted' };
 }
 
 async function reportFailure(
@@ -393,14 +320,13 @@ async function reportFailure(
     ...(id === undefined ? {} : { id }),
   });
   const headers = { ...event.headers, ...caller.auth };
-  const response = await call(caller, what, caller.eventsUrl, {
+  const answer = await call(caller, what, caller.eventsUrl, {
     method: 'POST',
     headers,
     body: event.body,
     signal,
   });
-  if (!response.ok) return refused(response, what);
-  await response.body?.cancel();
+  if (!ok(answer)) return refused(answer, what);
 }
 
 /** A client of the aggregator at `options.aggregatorUrl`, as `options.worker` of `options.job`. */
@@ -409,8 +335,7 @@ function createTrainerClient(options: TrainerClientOptions): TrainerClient {
   if (options.token !== undefined) auth['authorization'] = `Bearer ${options.token}`;
   const caller: Caller = {
     options,
-    send: options.fetch ?? fetch,
-    post: options.post ?? (options.fetch === undefined ? createHttpClient().send : undefined),
+    send: options.send ?? createHttpClient().send,
     timeoutMs: options.timeoutMs ?? 30_000,
     modelTimeoutMs: options.modelTimeoutMs ?? 300_000,
     eventsUrl: endpoint(options.aggregatorUrl, ''),

@@ -11,6 +11,7 @@
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import type { IncomingMessage } from 'node:http';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
+import { PayloadTooLargeError } from '../errors/index.js';
 
 interface HttpAnswer {
   status: number;
@@ -25,6 +26,8 @@ interface HttpCall {
   body?: Buffer | string | undefined;
   timeoutMs: number;
   signal?: AbortSignal | undefined;
+  /** The largest answer body read: past it (declared or counted) the call rejects, PayloadTooLargeError. */
+  maxBytes?: number | undefined;
 }
 
 type HttpSend = (url: string, call: HttpCall) => Promise<HttpAnswer>;
@@ -42,6 +45,30 @@ function answerOf(res: IncomingMessage, body: Buffer): HttpAnswer {
     },
     body,
   };
+}
+
+/**
+ * Reads `res`'s body whole, or calls `tooLarge` (with the size declared, or "more than" the
+ * limit) as soon as it is known to be over `limit` bytes, reading no further.
+ */
+function readWhole(
+  res: IncomingMessage,
+  limit: number,
+  on: { read(body: Buffer): void; tooLarge(size: string): void },
+): void {
+  const declared = Number(res.headers['content-length'] ?? 0);
+  if (declared > limit) return on.tooLarge(String(declared));
+  const chunks: Buffer[] = [];
+  let total = 0;
+  res.on('data', (chunk: Buffer) => {
+    if (total > limit) return;
+    total += chunk.length;
+    if (total > limit) on.tooLarge(`more than ${limit}`);
+    else chunks.push(chunk);
+  });
+  res.on('end', () => {
+    if (total <= limit) on.read(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+  });
 }
 
 /** `path` under a service's base URL, whether or not the base ends with "/". */
@@ -113,11 +140,16 @@ function createHttpClient(options: { maxSockets?: number } = {}): {
         url,
         { method: call.method, headers, agent: secure ? agents.https : agents.http },
         (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (chunk: Buffer) => chunks.push(chunk));
-          res.on('end', () => {
-            done();
-            resolve(answerOf(res, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)));
+          readWhole(res, call.maxBytes ?? Infinity, {
+            read(body) {
+              done();
+              resolve(answerOf(res, body));
+            },
+            tooLarge(size) {
+              const limit = `over the limit of ${call.maxBytes} bytes`;
+              fail(new PayloadTooLargeError(`the answer is ${size} bytes, ${limit}`));
+              req.destroy();
+            },
           });
           res.on('error', fail);
         },

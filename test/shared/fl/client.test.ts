@@ -19,6 +19,8 @@ import {
 import type { TrainerClientOptions } from '../../../shared/fl/client.js';
 import { decodeWeights, encodeWeights } from '../../../shared/fl/weights.js';
 import { flUpdateAttributes, trainerFailed } from '../../../shared/messages/federated.js';
+import { createHttpClient } from '../../../shared/http/index.js';
+import type { HttpSend } from '../../../shared/http/index.js';
 import { listen } from '../../support/http.js';
 import type { Listening } from '../../support/http.js';
 
@@ -312,18 +314,22 @@ describe('trainer client', () => {
       await expect(sent).rejects.toThrow('round 5 started');
     });
 
-    it('posts through fetch when only fetch is given', async () => {
+    it('sends every call through the HttpSend given', async () => {
       reply = () => ({ status: 202 });
-      let fetched = 0;
-      const counting: typeof fetch = (input, init) => {
-        fetched += 1;
-        return fetch(input, init);
+      const http = createHttpClient();
+      const urls: string[] = [];
+      const send: HttpSend = (url, request) => {
+        urls.push(url);
+        return http.send(url, request);
       };
-      expect(await client({ fetch: counting }).sendUpdate(update)).toEqual({
-        outcome: 'accepted',
-      });
-      expect(fetched).toBe(1);
-      expect(received[0]!.body.equals(Buffer.from(weights))).toBe(true);
+      try {
+        expect(await client({ send }).sendUpdate(update)).toEqual({ outcome: 'accepted' });
+        await client({ send }).reportFailure({ job, worker, round: 4, exitCode: 2, message: 'x' });
+        expect(urls).toEqual([`${server.url}/`, `${server.url}/`]);
+        expect(received[0]!.body.equals(Buffer.from(weights))).toBe(true);
+      } finally {
+        http.close();
+      }
     });
   });
 
