@@ -7,6 +7,9 @@
  *
  * Answers to an update: 202 accepted, 200 already counted (a resend), 409 refused with the
  * reason (late, closed, stale-base, not-selected, finished, future), 400/401/403/413 as usual.
+ * An asynchronous (FedBuff) job's update that comes while its buffer is being stepped is a 503
+ * with Retry-After instead: sent again, it joins the next buffer (one version staler), where a
+ * synchronous round's would be too late for good.
  */
 import { z } from 'zod';
 import { ForbiddenError, ValidationError, errorAnswer } from '../errors/index.js';
@@ -58,10 +61,19 @@ async function authenticate(
     throw new ForbiddenError(`trainer ${worker} runs on node ${trainer.node}, not ${node}`);
 }
 
-function answerOffer(outcome: OfferOutcome): Answer {
+function answerOffer(outcome: OfferOutcome, asynchronous: boolean): Answer {
   if (outcome.kind === 'accepted') return { kind: 'accepted' };
   if (outcome.kind === 'duplicate')
     return { kind: 'json', status: 200, body: { outcome: 'duplicate', updates: outcome.n } };
+  if (outcome.reason === 'closed' && asynchronous) {
+    const message = 'the buffer is being stepped: send the update again, it joins the next one';
+    return {
+      kind: 'json',
+      status: 503,
+      headers: { 'retry-after': '1' },
+      body: { error: { status: 503, reason: 'closed', message } },
+    };
+  }
   const messages: Record<typeof outcome.reason, string> = {
     'unknown-job': 'the job has not started',
     finished: `the job has ended (${outcome.detail})`,
@@ -108,7 +120,7 @@ function updateRoute(deps: AggregatorDefinitionDeps) {
         { worker: attrs.flworker, round: attrs.flround, outcome: outcome.kind },
         'update',
       );
-      return answerOffer(outcome);
+      return answerOffer(outcome, deps.config.aggregation.kind === 'fedbuff');
     },
   });
 }

@@ -53,11 +53,16 @@ function weights(fill: number): Uint8Array {
   return encodeWeights(out);
 }
 
-/** An aggregator of `config` on `redis`, not started, served over HTTP by its definition. */
-async function served(redis: TestRedis, telemetry: ReturnType<typeof capturedTelemetry>) {
+/** An aggregator of `job` on `redis`, not started, served over HTTP by its definition. */
+async function served(
+  redis: TestRedis,
+  telemetry: ReturnType<typeof capturedTelemetry>,
+  job: FlJobConfig = config,
+) {
+  const store = createRoundStore(redis.client, `default/digits/${randomUUID()}`);
   const aggregator = createAggregator({
-    config,
-    store: createRoundStore(redis.client, `default/digits/${randomUUID()}`),
+    config: job,
+    store,
     initialModel: () => Promise.resolve(model0),
     notify: () => Promise.resolve(),
     announce: () => Promise.resolve(),
@@ -68,7 +73,7 @@ async function served(redis: TestRedis, telemetry: ReturnType<typeof capturedTel
     maxUpdateBytes: 1 << 20,
   });
   const definition = flAggregatorDefinition({
-    config,
+    config: job,
     aggregator,
     tokens,
     maxUpdateBytes: 1 << 20,
@@ -77,7 +82,7 @@ async function served(redis: TestRedis, telemetry: ReturnType<typeof capturedTel
   const fn = await listen(
     buildServer(definition, { telemetry, bodyLimitBytes: 2 << 20, readinessTimeoutMs: 1000 }),
   );
-  return { aggregator, fn };
+  return { aggregator, fn, store };
 }
 
 describe('fl-aggregator over HTTP', () => {
@@ -98,9 +103,16 @@ describe('fl-aggregator over HTTP', () => {
 
   const update = (
     worker: string,
-    over: { round?: number; base?: number; token?: string; node?: string; body?: Uint8Array } = {},
+    over: {
+      round?: number;
+      base?: number;
+      token?: string;
+      node?: string;
+      body?: Uint8Array;
+      url?: string;
+    } = {},
   ) =>
-    fetch(`${fn.url}/`, {
+    fetch(`${over.url ?? fn.url}/`, {
       method: 'POST',
       headers: {
         'ce-specversion': '1.0',
@@ -166,6 +178,40 @@ describe('fl-aggregator over HTTP', () => {
     const future = await update('edge1', { round: 2, base: 1 });
     expect(future.status).toBe(409);
     expect(((await future.json()) as { error: unknown }).error).toMatchObject({ reason: 'future' });
+  });
+
+  it("answers an update that comes while its round is being aggregated: FedBuff's 503 with Retry-After (it joins the next buffer when sent again), a synchronous round's 409", async () => {
+    const fedbuff: FlJobConfig = {
+      ...config,
+      aggregation: {
+        kind: 'fedbuff',
+        bufferSize: 2,
+        maxStaleness: 2,
+        stalenessExponent: 0.5,
+        eta: 1,
+      },
+    };
+    for (const [job, status] of [
+      [fedbuff, 503],
+      [config, 409],
+    ] as const) {
+      const other = await served(redis, capturedTelemetry('fl-aggregator'), job);
+      try {
+        await other.aggregator.start();
+        const { round } = (await other.store.state())!;
+        // Another replica's close under way: the round claimed at its deadline, its lease held.
+        const late = Date.now() + 2 * job.round.timeoutMs;
+        expect(await other.store.claim(round, 'another', late, 60_000)).toMatchObject({
+          kind: 'claimed',
+        });
+        const answer = await update('edge1', { url: other.fn.url });
+        expect(answer.status).toBe(status);
+        expect(answer.headers.get('retry-after')).toBe(status === 503 ? '1' : null);
+        expect(await answer.json()).toMatchObject({ error: { status, reason: 'closed' } });
+      } finally {
+        await other.fn.close();
+      }
+    }
   });
 
   it("takes a trainer's failure, signed by its node", async () => {
