@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { parseAllDocuments } from 'yaml';
 import { z } from 'zod';
 import { createEventSink, eventTypes } from '../shared/events/index.js';
+import { createHttpClient, sinkPost } from '../shared/http/index.js';
 import type { Sink } from '../shared/events/index.js';
 import { apiVersion, inform, kinds } from '../shared/k8s/index.js';
 import type {
@@ -112,8 +113,10 @@ async function startApiServerSources(options: {
   onError?: (err: unknown) => void;
 }): Promise<{ stop(): void }> {
   const informers: Informer[] = [];
+  const http = createHttpClient();
   const stop = () => {
     for (const informer of informers) informer.stop();
+    http.close();
   };
   try {
     for (const source of options.sources) {
@@ -121,7 +124,13 @@ async function startApiServerSources(options: {
       const url = options.brokerUrl(ref.namespace ?? source.metadata.namespace, ref.name);
       const sink =
         options.sinkFor?.(url) ??
-        createEventSink({ url, source: options.serverUrl, attempts: 5, timeoutMs: 10_000 });
+        createEventSink({
+          url,
+          source: options.serverUrl,
+          attempts: 5,
+          timeoutMs: 10_000,
+          post: sinkPost(http.send),
+        });
       // One chain per source: its events reach the Broker in the order the watch saw them.
       let chain = Promise.resolve();
       for (const resource of source.spec.resources) {

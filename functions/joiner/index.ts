@@ -1,4 +1,5 @@
 /** joiner: an ML-graph node that joins a transaction's inputs, or hands out a partial at its deadline. */
+import { createHttpClient, sinkPost } from '../../shared/http/index.js';
 import type { FunctionFactory } from '../../shared/http/index.js';
 import { createEventSink } from '../../shared/events/index.js';
 import {
@@ -31,6 +32,7 @@ const factory: FunctionFactory = ({ config, telemetry }) => {
     'edgeai_mlgraph_late_inputs_total',
     'Inputs that arrived after their join had ended',
   );
+  const http = createHttpClient();
   const joiner = createJoiner({
     node: settings.node,
     store: createJoinStore(redis, {
@@ -49,6 +51,7 @@ const factory: FunctionFactory = ({ config, telemetry }) => {
             url: settings.sink,
             source: `/apis/edgeai.io/functions/joiner/${settings.node}`,
             attempts: 3,
+            post: sinkPost(http.send),
           }),
     onPartial: () => partials(),
     onRefused: (joined, err) => {
@@ -81,6 +84,7 @@ const factory: FunctionFactory = ({ config, telemetry }) => {
     }),
     close: () => {
       redis.disconnect();
+      http.close();
       return Promise.resolve();
     },
   });

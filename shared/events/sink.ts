@@ -21,25 +21,13 @@ interface SinkEvent {
 type Sink = (event: SinkEvent) => Promise<void>;
 
 /**
- * How an event is posted: resolves with the answer's status, rejects when none came. The default
- * is Node's fetch; a caller that pushes large bodies passes one that does not copy them (fetch
- * copies a byte body before it sends it).
+ * How an event is posted: resolves with the answer's status, rejects when none came
+ * (shared/http's sinkPost is the one the functions use).
  */
 type SinkPost = (
   url: string,
   request: { headers: Record<string, string>; body: Uint8Array | string; timeoutMs: number },
 ) => Promise<number>;
-
-const fetchPost: SinkPost = async (url, { headers, body, timeoutMs }) => {
-  const response = await fetch(url, {
-    method: 'POST',
-    headers,
-    body,
-    signal: AbortSignal.timeout(timeoutMs),
-  });
-  await response.body?.cancel();
-  return response.status;
-};
 
 /**
  * The sink refused the event for good (a 4xx other than those Knative retries: 404, 408, 409,
@@ -65,9 +53,9 @@ function createEventSink(options: {
   timeoutMs?: number;
   /** Sent with every event (credentials for a receiver that checks who sends). */
   headers?: Readonly<Record<string, string>>;
-  post?: SinkPost;
+  post: SinkPost;
 }): Sink {
-  const post = options.post ?? fetchPost;
+  const { post } = options;
   const policy = retry(
     handleWhen((err) => !(err instanceof SinkRefusedError)),
     {

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { UnavailableError } from '../errors/index.js';
 import { SinkRefusedError, createEventSink, eventTypes } from '../events/index.js';
 import type { SinkPost } from '../events/index.js';
-import { createHttpClient, releaseBody } from '../http/index.js';
+import { createHttpClient, releaseBody, sinkPost } from '../http/index.js';
 import { loadModelBytes } from '../inference/model-source.js';
 import { nodeHeader } from '../messages/worker-message.js';
 import type { RedisClient } from '../redis/index.js';
@@ -55,7 +55,7 @@ function timerSet() {
  * model to download. The trainer answers when it has trained: the request lasts up to the round's
  * deadline.
  */
-function notifier(settings: AggregatorConfig, post?: SinkPost): AggregatorDeps['notify'] {
+function notifier(settings: AggregatorConfig, post: SinkPost): AggregatorDeps['notify'] {
   const { job, tokens, inlineModelBytes } = settings;
   const source = `/fl/${job.job}/aggregator`;
   return async (trainer, event, model) => {
@@ -65,7 +65,7 @@ function notifier(settings: AggregatorConfig, post?: SinkPost): AggregatorDeps['
       source,
       attempts: 3,
       timeoutMs: job.round.timeoutMs,
-      ...(post === undefined ? {} : { post }),
+      post,
       ...(token === undefined
         ? {}
         : { headers: { authorization: `Bearer ${token}`, [nodeHeader]: trainer.node } }),
@@ -89,19 +89,6 @@ function notifier(settings: AggregatorConfig, post?: SinkPost): AggregatorDeps['
   };
 }
 
-/**
- * Posts on node:http with keep-alive connections, the bytes as they are: every round pushes the
- * model to each trainer, and fetch would copy it each time (about 1 ms and 0.8 MB of garbage per
- * trainer for the bench's model).
- */
-function nodeHttpPost(http: ReturnType<typeof createHttpClient>): SinkPost {
-  return async (url, { headers, body, timeoutMs }) => {
-    const bytes =
-      typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-    return (await http.send(url, { method: 'POST', headers, body: bytes, timeoutMs })).status;
-  };
-}
-
 /** How trainers are told and the end of a round announced: CloudEvents over HTTP. */
 function messengers(
   settings: AggregatorConfig,
@@ -112,7 +99,7 @@ function messengers(
   const broker =
     settings.eventsUrl === undefined
       ? undefined
-      : createEventSink({ url: settings.eventsUrl, source, attempts: 3 });
+      : createEventSink({ url: settings.eventsUrl, source, attempts: 3, post });
   return {
     notify: notifier(settings, post),
     announce: async (summary) =>
@@ -155,7 +142,7 @@ async function createAggregatorRuntime(options: {
         timeoutMs: 60_000,
       }),
     ...(evaluation === undefined ? {} : { evaluate: evaluation.evaluate }),
-    ...messengers(settings, nodeHttpPost(http)),
+    ...messengers(settings, sinkPost(http.send)),
     now: Date.now,
     schedule: timers.schedule,
     log,

@@ -16,7 +16,8 @@ import {
   wrap,
 } from 'cockatiel';
 import { UnavailableError } from '../errors/index.js';
-import { endpoint } from '../http/index.js';
+import { createHttpClient, endpoint } from '../http/index.js';
+import type { HttpSend } from '../http/index.js';
 import { encodeInferRequest, parseInferResponse } from './protocol.js';
 import type { Tensor } from './tensor.js';
 
@@ -42,11 +43,16 @@ interface CloudClientOptions {
   retries: number;
   breakerFailures: number;
   halfOpenMs: number;
-  send?: typeof fetch;
+  /**
+   * How the request goes. Default: node:http with keep-alive (shared/http/client.ts): fetch
+   * costs more per call on this path, which an offloading edge takes per hard example, and
+   * compiles undici's WebAssembly HTTP parser once it is hot, in the middle of traffic.
+   */
+  send?: HttpSend;
 }
 
 function createCloudClient(options: CloudClientOptions): CloudClient {
-  const send = options.send ?? fetch;
+  const send = options.send ?? createHttpClient().send;
   const inferUrl = endpoint(options.url, `v2/models/${encodeURIComponent(options.model)}/infer`);
   const breaker = circuitBreaker(
     handleWhen((err) => !(err instanceof BrokenCircuitError)),
@@ -72,7 +78,7 @@ function createCloudClient(options: CloudClientOptions): CloudClient {
       const { body, headerLength } = encodeInferRequest({ inputs, outputs });
       try {
         return await policy.execute(async ({ signal }) => {
-          const response = await send(inferUrl, {
+          const answer = await send(inferUrl, {
             method: 'POST',
             headers: {
               'content-type': 'application/octet-stream',
@@ -80,17 +86,19 @@ function createCloudClient(options: CloudClientOptions): CloudClient {
               ...(traceparent === undefined ? {} : { traceparent }),
             },
             body,
+            timeoutMs: options.deadlineMs,
             signal,
           });
-          if (!response.ok) throw new Error(`cloud answered ${response.status}`);
-          const length = response.headers.get('inference-header-content-length');
-          const answer = parseInferResponse(
-            new Uint8Array(await response.arrayBuffer()),
-            length === null ? undefined : Number(length),
+          if (answer.status < 200 || answer.status > 299)
+            throw new Error(`cloud answered ${answer.status}`);
+          const length = answer.header('inference-header-content-length');
+          const tensors = parseInferResponse(
+            answer.body,
+            length === undefined ? undefined : Number(length),
           );
-          const lacking = outputs.find((name) => answer[name] === undefined);
+          const lacking = outputs.find((name) => tensors[name] === undefined);
           if (lacking !== undefined) throw new Error(`malformed answer: no output ${lacking}`);
-          return answer;
+          return tensors;
         });
       } catch (err) {
         const why =

@@ -6,16 +6,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { createEventSink, eventTypes } from '../events/index.js';
+import { createHttpClient, sinkPost } from '../http/index.js';
 import { inferRequestJson } from './protocol.js';
 import type { Tensor } from './tensor.js';
 
-function createHardExampleSink(options: {
-  url: string;
-  source: string;
-  attempts: number;
-  send?: typeof fetch;
-}) {
-  const sink = createEventSink(options);
+function createHardExampleSink(options: { url: string; source: string; attempts: number }) {
+  const sink = createEventSink({ ...options, post: sinkPost(createHttpClient().send) });
   return async (
     inputs: Readonly<Record<string, Tensor>>,
     _rows: number,

@@ -7,9 +7,10 @@
 import { once } from 'node:events';
 import { createServer } from 'node:http';
 import type { IncomingHttpHeaders, Server } from 'node:http';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import type { AggregatorConfig } from '../../../shared/fl/aggregator-config.js';
 import { notifier } from '../../../shared/fl/aggregator-runtime.js';
+import { createHttpClient, sinkPost } from '../../../shared/http/index.js';
 import { roundStarted, roundStartedAttributes } from '../../../shared/messages/federated.js';
 import type { FlJobConfig, RoundStarted } from '../../../shared/messages/federated.js';
 
@@ -77,10 +78,14 @@ const event: RoundStarted = {
 const model = Uint8Array.from({ length: 600 }, (_, i) => i % 251);
 
 describe('the round notifier', () => {
+  const http = createHttpClient();
+  const post = sinkPost(http.send);
+  afterAll(() => http.close());
+
   it('pushes the model with the round, signed as the trainer\u2019s node', async () => {
     const t = await trainer(() => 200);
     const config = settings(t.url, { token: 'secret' });
-    await notifier(config)(config.job.trainers[0]!, event, model);
+    await notifier(config, post)(config.job.trainers[0]!, event, model);
     expect(t.seen).toHaveLength(1);
     const [{ headers, body }] = t.seen as [Seen];
     expect(headers).toMatchObject({
@@ -103,7 +108,7 @@ describe('the round notifier', () => {
   it('names the model instead when the trainer refuses the size (413)', async () => {
     const t = await trainer((n) => (n === 0 ? 413 : 200));
     const config = settings(t.url, { token: 'secret' });
-    await notifier(config)(config.job.trainers[0]!, event, model);
+    await notifier(config, post)(config.job.trainers[0]!, event, model);
     expect(t.seen.map((s) => s.headers['content-type'])).toEqual([
       'application/octet-stream',
       'application/json',
@@ -115,7 +120,7 @@ describe('the round notifier', () => {
     for (const options of [{}, { token: 'secret', inline: 599 }]) {
       const t = await trainer(() => 200);
       const config = settings(t.url, options);
-      await notifier(config)(config.job.trainers[0]!, event, model);
+      await notifier(config, post)(config.job.trainers[0]!, event, model);
       expect(t.seen).toHaveLength(1);
       expect(t.seen[0]!.headers['content-type']).toBe('application/json');
       expect(t.seen[0]!.headers['ce-flstarted']).toBeUndefined();

@@ -8,7 +8,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SinkRefusedError, createEventSink, eventTypes } from '../../../shared/events/index.js';
-import { buildServer } from '../../../shared/http/index.js';
+import { buildServer, createHttpClient, sinkPost } from '../../../shared/http/index.js';
 import {
   createJoinStore,
   createJoiner,
@@ -249,7 +249,12 @@ describe('joiner', () => {
           leaseMs: 1_000,
         }),
         now: () => clock.now,
-        sink: createEventSink({ url: sink.url, source: '/test/joiner', attempts: 2 }),
+        sink: createEventSink({
+          url: sink.url,
+          source: '/test/joiner',
+          attempts: 2,
+          post: sinkPost(createHttpClient().send),
+        }),
       });
       server = await listen(
         buildServer(joinerDefinition({ node: 'ensemble', joiner, maxInputs: 4, readiness: [] }), {
