@@ -6,7 +6,8 @@
  * when its own time ran out (one timer per client, at the earliest deadline of the calls out),
  * with the signal's reason when the caller gave up, or with the socket's error. The graph
  * executor's plain-http calls go by its own pipelining client (shared/mlgraph/http1-client.ts);
- * this one carries its https: calls and the federated aggregator's pushes.
+ * this one carries its https: calls, the edge's offload to the cloud worker, the federated
+ * trainer's calls and every event sink's posts (sinkPost).
  */
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import type { IncomingMessage } from 'node:http';
