@@ -7,6 +7,8 @@
  * edge (shared/messages/worker-message.ts).
  */
 import { workerQuality } from '../crds/schemas.js';
+import { createHttpClient } from '../http/index.js';
+import type { HttpSend } from '../http/index.js';
 import type { WorkerQuality } from '../crds/index.js';
 import { nodeHeader, reportPath } from '../messages/worker-message.js';
 import type { WorkerMessage } from '../messages/worker-message.js';
@@ -28,7 +30,8 @@ interface ReporterOptions {
   intervalMs: number;
   heartbeatEvery?: number;
   log: Logger;
-  send?: typeof fetch;
+  /** How reports go (default: shared/http's node:http client). */
+  send?: HttpSend;
 }
 
 type Output = NonNullable<WorkerMessage['output']>;
@@ -74,11 +77,11 @@ function snapshot(counters: WorkerCounters, quality: WorkerQuality | undefined):
 /** One POST to upstream-status; throws unless it answers 2xx within 5 s. */
 async function post(
   options: Pick<ReporterOptions, 'node' | 'token'>,
-  send: typeof fetch,
+  send: HttpSend,
   endpoint: URL,
   message: WorkerMessage,
 ): Promise<void> {
-  const response = await send(endpoint, {
+  const { status } = await send(endpoint.href, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
@@ -86,13 +89,13 @@ async function post(
       authorization: `Bearer ${options.token}`,
     },
     body: JSON.stringify(message),
-    signal: AbortSignal.timeout(5000),
+    timeoutMs: 5000,
   });
-  if (!response.ok) throw new Error(`upstream-status answered ${response.status}`);
+  if (status < 200 || status > 299) throw new Error(`upstream-status answered ${status}`);
 }
 
 function startReporter(options: ReporterOptions) {
-  const send = options.send ?? fetch;
+  const send = options.send ?? createHttpClient().send;
   const endpoint = new URL(
     reportPath(options.namespace, options.name),
     options.url.endsWith('/') ? options.url : `${options.url}/`,

@@ -4,7 +4,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WorkerQuality } from '../../../shared/crds/index.js';
-import { buildServer } from '../../../shared/http/index.js';
+import { buildServer, createHttpClient } from '../../../shared/http/index.js';
+import type { HttpSend } from '../../../shared/http/index.js';
 import { WorkerCounters, startReporter } from '../../../shared/inference/index.js';
 import { workerMessage } from '../../../shared/messages/worker-message.js';
 import type { WorkerMessage } from '../../../shared/messages/worker-message.js';
@@ -36,14 +37,15 @@ describe('status reporter', () => {
   const arrived = signal();
   /** Resolves once the reporter has sent `count` reports since the test began. */
   const reports = (count: number) => arrived.when(() => sent.length >= count);
-  const send: typeof fetch = async (input, init) => {
-    const response = await fetch(input, init);
+  const http = createHttpClient();
+  const send: HttpSend = async (url, call) => {
+    const answer = await http.send(url, call);
     sent.push({
-      message: workerMessage.parse(JSON.parse(typeof init?.body === 'string' ? init.body : '')),
-      status: response.status,
+      message: workerMessage.parse(JSON.parse(typeof call.body === 'string' ? call.body : '')),
+      status: answer.status,
     });
     arrived.changed();
-    return response;
+    return answer;
   };
   const status = async () =>
     (await api.kube.get({ kind: 'jointInferenceService', namespace: ns, name }))['status'] as
@@ -79,6 +81,7 @@ describe('status reporter', () => {
     );
   });
   afterAll(async () => {
+    http.close();
     await upstream.close();
     await redis.close();
     await api.close();
