@@ -97,9 +97,9 @@ describe('federated learning on the local stack', () => {
     }
     const watching = watchRounds(kube);
     const at = { stack: stack!, step: () => {}, wait: { signal } };
-    const trainers = await jobWorkers(at);
+    const workers = jobWorkers(at);
+    const [trainers, killed] = await Promise.all([workers, killMidRound(at, workers)]);
     expect(trainers.map((t) => t.node).sort()).toEqual(['edge0', 'edge1', 'edge2']);
-    const killed = await killMidRound(at, trainers);
     expect(killed.round).toBeGreaterThanOrEqual(2);
 
     const { seen, final } = await watching;
