@@ -197,10 +197,14 @@ interface Caller {
   readonly auth: Readonly<Record<string, string>>;
 }
 
+/** The largest answer read from the aggregator but a model (its status, an error): 1 MiB. */
+const maxAnswerBytes = 1 << 20;
+
 /**
  * One request under its timeout (the caller's own, else the client's) and the caller's signal:
  * an answer (any status, the body read whole; redirects are answers), or unavailable when none
- * came, or the caller's reason when it gave up, or PayloadTooLargeError past `maxBytes`.
+ * came (or its body is over maxAnswerBytes), or the caller's reason when it gave up, or
+ * PayloadTooLargeError past the caller's `maxBytes`.
  */
 async function call(
   caller: Caller,
@@ -208,12 +212,13 @@ async function call(
   url: string,
   request: Omit<HttpCall, 'timeoutMs'> & { timeoutMs?: number },
 ): Promise<HttpAnswer> {
-  const { timeoutMs = caller.timeoutMs, signal } = request;
+  const { timeoutMs = caller.timeoutMs, maxBytes = maxAnswerBytes, signal } = request;
   try {
-    return await caller.send(url, { ...request, timeoutMs });
+    return await caller.send(url, { ...request, timeoutMs, maxBytes });
   } catch (err) {
     if (signal?.aborted === true) throw signal.reason;
-    if (err instanceof PayloadTooLargeError) throw err;
+    // Over the caller's own limit (a model): its error. Over the default: a misbehaving answer.
+    if (err instanceof PayloadTooLargeError && request.maxBytes !== undefined) throw err;
     const why =
       err instanceof CallTimeoutError ? `no answer within ${timeoutMs} ms` : messageOf(err);
     throw new AggregatorUnavailableError(`${what}: ${why}`, undefined, { cause: err });

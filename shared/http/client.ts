@@ -191,7 +191,8 @@ function sinkPost(send: HttpSend): SinkPost {
   return async (url, { headers, body, timeoutMs }) => {
     const bytes =
       typeof body === 'string' ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
-    return (await send(url, { method: 'POST', headers, body: bytes, timeoutMs })).status;
+    const call = { method: 'POST', headers, body: bytes, timeoutMs, maxBytes: 1 << 20 } as const;
+    return (await send(url, call)).status;
   };
 }
 

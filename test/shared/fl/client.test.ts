@@ -131,6 +131,14 @@ describe('trainer client', () => {
       );
     });
 
+    it('reads at most 1 MiB of a status answer: more is a misbehaving aggregator, retryable', async () => {
+      reply = () => ({ status: 200, body: 'x'.repeat((1 << 20) + 1) });
+      await expect(client().currentRound()).rejects.toThrow(
+        /round status: the answer is more than 1048576 bytes, over the limit of 1048576 bytes/,
+      );
+      await expect(client().currentRound()).rejects.toThrow(AggregatorUnavailableError);
+    });
+
     it('is retryable when the aggregator does not answer in time', async () => {
       reply = () => ({ status: 200, hang: true });
       await expect(client({ timeoutMs: 20 }).currentRound()).rejects.toThrow(
