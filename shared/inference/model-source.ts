@@ -1,14 +1,16 @@
 /**
  * Where a worker's model comes from: a Model's `spec.url`. file:// paths must resolve inside the
  * model root (no `..` escapes, no symlink games: the real path is checked); http(s):// downloads
- * are size-capped, cached by URL under the cache directory, and checked against the expected
+ * are size-capped (the body is refused once it is known to be larger), cached by URL under the cache directory, and checked against the expected
  * sha256 when one is given (a mismatch refuses the model, cached copy included).
  */
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, realpath, rename, writeFile } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ConfigError } from '../errors/index.js';
+import { ConfigError, PayloadTooLargeError } from '../errors/index.js';
+import { createHttpClient } from '../http/index.js';
+import type { HttpAnswer, HttpCall, HttpSend } from '../http/index.js';
 
 interface ModelSource {
   url: string;
@@ -19,7 +21,8 @@ interface ModelSource {
   cacheDir: string;
   maxBytes: number;
   timeoutMs: number;
-  fetch?: typeof fetch;
+  /** How http(s) models are downloaded (default: shared/http's node:http client). */
+  send?: HttpSend;
 }
 
 const digest = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
@@ -52,28 +55,42 @@ async function fromFile(url: URL, source: ModelSource): Promise<Uint8Array> {
   return verify(new Uint8Array(await readFile(real)), source.sha256, url.href);
 }
 
+/** The answer to a GET of `url`, through `source.send` or a client of its own, closed after. */
+async function download(url: URL, source: ModelSource): Promise<HttpAnswer> {
+  const call: HttpCall = {
+    method: 'GET',
+    headers: {},
+    timeoutMs: source.timeoutMs,
+    maxBytes: source.maxBytes,
+  };
+  if (source.send !== undefined) return source.send(url.href, call);
+  const http = createHttpClient();
+  try {
+    return await http.send(url.href, call);
+  } finally {
+    http.close();
+  }
+}
+
 async function fromHttp(url: URL, source: ModelSource): Promise<Uint8Array> {
   const cached = join(source.cacheDir, `${digest(new TextEncoder().encode(url.href))}.onnx`);
   const hit = await readFile(cached).then(
     (b) => new Uint8Array(b),
     () => undefined,
   );
-  if (hit !== undefined && (source.sha256 === undefined || digest(hit) === source.sha256))
-    return hit;
-  const response = await (source.fetch ?? fetch)(url, {
-    signal: AbortSignal.timeout(source.timeoutMs),
-  }).catch((err: unknown) => {
-    throw new ConfigError(
-      `MODEL_URL: ${url.href}: ${err instanceof Error ? err.message : String(err)}`,
-    );
+  const usable = hit !== undefined && hit.length <= source.maxBytes;
+  if (usable && (source.sha256 === undefined || digest(hit) === source.sha256)) return hit;
+  const answer = await download(url, source).catch((err: unknown) => {
+    // Over maxBytes is refused as soon as it is known: declared, or counted while reading.
+    const why =
+      err instanceof PayloadTooLargeError
+        ? `is over ${source.maxBytes} bytes`
+        : `${err instanceof Error ? err.message : String(err)}`;
+    throw new ConfigError(`MODEL_URL: ${url.href}: ${why}`);
   });
-  if (!response.ok) throw new ConfigError(`MODEL_URL: ${url.href} answered ${response.status}`);
-  const length = Number(response.headers.get('content-length') ?? 0);
-  if (length > source.maxBytes)
-    throw new ConfigError(`MODEL_URL: ${url.href} is over ${source.maxBytes} bytes`);
-  const bytes = new Uint8Array(await response.arrayBuffer());
-  if (bytes.length > source.maxBytes)
-    throw new ConfigError(`MODEL_URL: ${url.href} is over ${source.maxBytes} bytes`);
+  if (answer.status < 200 || answer.status > 299)
+    throw new ConfigError(`MODEL_URL: ${url.href} answered ${answer.status}`);
+  const bytes = new Uint8Array(answer.body.buffer, answer.body.byteOffset, answer.body.length);
   verify(bytes, source.sha256, url.href);
   await mkdir(source.cacheDir, { recursive: true });
   // Written aside then renamed, so a crash never leaves a half file that looks cached.
