@@ -204,10 +204,31 @@ interface RoundView {
   submitted: string[];
 }
 
+type Trainer = FederatedFigures['trainers'][number];
+
+/** The job's trainer Services whose Dataset is in `datasets` and whose process runs, with it. */
+async function runningTrainers(at: Step, datasets: readonly string[]) {
+  const listed = await at.stack.kube.list('knativeService', {
+    namespace: ns,
+    labelSelector: `edgeai.io/federatedlearningjob=${job}`,
+  });
+  const processes = at.stack.serving.processes();
+  return listed.items.flatMap((s) => {
+    const dataset = s.metadata.labels?.['edgeai.io/fl-worker'];
+    const pid = processes.find(
+      (p) => p.namespace === ns && p.name === s.metadata.name && p.pid !== undefined,
+    )?.pid;
+    return dataset !== undefined && datasets.includes(dataset) && pid !== undefined
+      ? [{ service: s.metadata.name, dataset, pid }]
+      : [];
+  });
+}
+
 /**
- * The aggregator's view of round 2 (or a later one) while it is open, and the Dataset of a
- * trainer whose update is not in yet. Asked every 10 ms from the moment the aggregator has a
- * route: a round of this job lasts about a tenth of a second, the whole job well under one.
+ * The aggregator's view of round 2 (or a later one) while it is open, and a trainer whose update
+ * is not in yet and whose process runs (one starting or restarting has none to kill). Asked
+ * every 10 ms from the moment the aggregator has a route: a round of this job lasts about a
+ * tenth of a second, the whole job well under one.
  */
 async function pendingInRound2(at: Step) {
   const deadline = Date.now() + 120_000;
@@ -217,12 +238,14 @@ async function pendingInRound2(at: Step) {
       url === undefined ? undefined : await fetch(`${url}/v1/round`).catch(() => undefined);
     const view = answer?.status === 200 ? ((await answer.json()) as RoundView) : undefined;
     if (view !== undefined && view.status === 'done') break;
-    const pending = view?.selected.filter((d) => !view.submitted.includes(d)).at(-1);
-    if (view !== undefined && view.round >= 2 && view.status === 'open' && pending !== undefined)
-      return { view, pending };
+    if (view !== undefined && view.round >= 2 && view.status === 'open') {
+      const pending = view.selected.filter((d) => !view.submitted.includes(d));
+      const victim = (await runningTrainers(at, pending)).at(-1);
+      if (victim !== undefined) return { view, victim };
+    }
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
-  throw new Error('no open round 2 or later seen with a trainer still training');
+  throw new Error('no open round 2 or later seen with a running trainer still training');
 }
 
 /**
@@ -231,24 +254,14 @@ async function pendingInRound2(at: Step) {
  * the job is applied (`trainers` resolves once its workers are Ready), so that a fast job's
  * rounds do not all go by before the watch starts.
  */
-async function killMidRound(at: Step, trainers: Promise<FederatedFigures['trainers']>) {
-  const { view, pending } = await pendingInRound2(at);
-  const victim = (await trainers).find((t) => t.dataset === pending);
-  if (victim === undefined) throw new Error(`no trainer of Dataset ${pending}`);
-  const victimProcess = at.stack.serving
-    .processes()
-    .find((p) => p.namespace === ns && p.name === victim.service && p.pid !== undefined);
-  if (victimProcess?.pid === undefined) throw new Error(`no process for ${victim.service}`);
-  process.kill(victimProcess.pid, 'SIGKILL');
+async function killMidRound(at: Step, trainers: Promise<readonly Trainer[]>) {
+  const { view, victim } = await pendingInRound2(at);
+  process.kill(victim.pid, 'SIGKILL');
+  const node = (await trainers).find((t) => t.service === victim.service)?.node ?? '?';
   at.step(
-    `${pad('fl')}round ${view.round} open, updates in from ${view.submitted.length === 0 ? 'none yet' : view.submitted.join(', ')}: killed ${victim.service} (pid ${victimProcess.pid}, ${victim.dataset} on ${victim.node}) with SIGKILL`,
+    `${pad('fl')}round ${view.round} open, updates in from ${view.submitted.length === 0 ? 'none yet' : view.submitted.join(', ')}: killed ${victim.service} (pid ${victim.pid}, ${victim.dataset} on ${node}) with SIGKILL`,
   );
-  return {
-    service: victim.service,
-    dataset: victim.dataset,
-    pid: victimProcess.pid,
-    round: view.round,
-  };
+  return { ...victim, round: view.round };
 }
 
 /** Waits for the job to end, printing each new round as reconcile-tick writes it. */
