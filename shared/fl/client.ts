@@ -14,7 +14,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { PayloadTooLargeError, ValidationError } from '../errors/index.js';
 import { encodeBinary, eventTypes, headerValue } from '../events/index.js';
-import { CallTimeoutError, createHttpClient, endpoint } from '../http/index.js';
+import { CallTimeoutError, createHttpClient, endpoint, succeeded } from '../http/index.js';
 import type { HttpAnswer, HttpCall, HttpSend } from '../http/index.js';
 import type { TrainerFailed } from '../messages/federated.js';
 import { nodeHeader } from '../messages/worker-message.js';
@@ -170,8 +170,6 @@ function refusalOf(body: unknown): string {
   return message === undefined ? refusal : `${refusal}: ${message}`;
 }
 
-const ok = (answer: HttpAnswer) => answer.status >= 200 && answer.status < 300;
-
 /** Throws the error a non-2xx answer means, naming the call, status and the aggregator's message. */
 function refused(answer: HttpAnswer, what: string): never {
   const { status } = answer;
@@ -230,7 +228,7 @@ async function currentRound(caller: Caller, signal?: AbortSignal): Promise<Round
   const url = endpoint(caller.options.aggregatorUrl, 'v1/round');
   const headers = { ...caller.auth, accept: 'application/json' };
   const answer = await call(caller, what, url, { method: 'GET', headers, signal });
-  if (!ok(answer)) return refused(answer, what);
+  if (!succeeded(answer.status)) return refused(answer, what);
   const json = jsonBody(answer);
   if (json === undefined) throw new ValidationError(`${what}: the aggregator's answer is not JSON`);
   return parseInput(roundStatus, json, what);
@@ -259,7 +257,7 @@ async function fetchModel(
     if (!(err instanceof PayloadTooLargeError)) throw err;
     throw new PayloadTooLargeError(err.message.replace(/^the answer/, 'the model'));
   });
-  if (!ok(answer)) return refused(answer, what);
+  if (!succeeded(answer.status)) return refused(answer, what);
   const got = createHash('sha256').update(answer.body).digest('hex');
   if (got !== model.sha256) {
     throw new ModelDigestError(`the model's sha256 is ${got}, the round names ${model.sha256}`);
@@ -304,7 +302,7 @@ async function sendUpdate(
     signal,
   });
   if (answer.status === 409) return { outcome: 'refused', reason: refusalOf(jsonBody(answer)) };
-  if (!ok(answer)) return refused(answer, what);
+  if (!succeeded(answer.status)) return refused(answer, what);
   return { outcome: answer.status === 200 ? 'duplicate' : 'accepted' };
 }
 
@@ -331,7 +329,7 @@ async function reportFailure(
     body: event.body,
     signal,
   });
-  if (!ok(answer)) return refused(answer, what);
+  if (!succeeded(answer.status)) return refused(answer, what);
 }
 
 /** A client of the aggregator at `options.aggregatorUrl`, as `options.worker` of `options.job`. */

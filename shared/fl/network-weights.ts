@@ -85,7 +85,7 @@ function weightsOf(network: Network): Map<string, Tensor> {
   );
 }
 
-/** `network`'s parameters as tensors named and shaped as its ONNX initializers: views, not copies. */
+/** `network`'s parameters as tensors named and shaped as its ONNX initializers (views). */
 function parameterTensors(network: Network): Map<string, EncodableTensor> {
   return new Map(
     parametersWithDims(network).map(({ param, dims }) => [

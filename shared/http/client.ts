@@ -28,7 +28,7 @@ interface HttpCall {
   body?: Buffer | string | undefined;
   timeoutMs: number;
   signal?: AbortSignal | undefined;
-  /** The largest answer body read: past it (declared or counted) the call rejects, PayloadTooLargeError. */
+  /** The largest answer body read: past it, declared or counted, PayloadTooLargeError. */
   maxBytes?: number | undefined;
 }
 
@@ -72,6 +72,9 @@ function readWhole(
     if (total <= limit) on.read(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
   });
 }
+
+/** Whether an answer's status is a success (2xx). */
+const succeeded = (status: number) => status >= 200 && status < 300;
 
 /** `path` under a service's base URL, whether or not the base ends with "/". */
 function endpoint(base: string, path: string): string {
@@ -196,5 +199,5 @@ function sinkPost(send: HttpSend): SinkPost {
   };
 }
 
-export { createHttpClient, deadlineBook, endpoint, sinkPost, CallTimeoutError };
+export { createHttpClient, deadlineBook, endpoint, sinkPost, succeeded, CallTimeoutError };
 export type { HttpSend, HttpAnswer, HttpCall };

@@ -9,7 +9,14 @@ export { releaseBody } from './body.js';
 export { decodeJsonBody } from './handler.js';
 export { buildServer } from './server.js';
 export { serveFunction } from './lifecycle.js';
-export { createHttpClient, deadlineBook, endpoint, sinkPost, CallTimeoutError } from './client.js';
+export {
+  createHttpClient,
+  deadlineBook,
+  endpoint,
+  sinkPost,
+  succeeded,
+  CallTimeoutError,
+} from './client.js';
 export type { HttpSend, HttpAnswer, HttpCall } from './client.js';
 export type { ServeOptions, Serving } from './lifecycle.js';
 export type {

@@ -16,7 +16,7 @@ import {
   wrap,
 } from 'cockatiel';
 import { UnavailableError } from '../errors/index.js';
-import { createHttpClient, endpoint } from '../http/index.js';
+import { createHttpClient, endpoint, succeeded } from '../http/index.js';
 import type { HttpSend } from '../http/index.js';
 import { encodeInferRequest, parseInferResponse } from './protocol.js';
 import type { Tensor } from './tensor.js';
@@ -89,8 +89,7 @@ function createCloudClient(options: CloudClientOptions): CloudClient {
             timeoutMs: options.deadlineMs,
             signal,
           });
-          if (answer.status < 200 || answer.status > 299)
-            throw new Error(`cloud answered ${answer.status}`);
+          if (!succeeded(answer.status)) throw new Error(`cloud answered ${answer.status}`);
           const length = answer.header('inference-header-content-length');
           const tensors = parseInferResponse(
             answer.body,

@@ -1,15 +1,16 @@
 /**
  * Where a worker's model comes from: a Model's `spec.url`. file:// paths must resolve inside the
  * model root (no `..` escapes, no symlink games: the real path is checked); http(s):// downloads
- * are size-capped (the body is refused once it is known to be larger), cached by URL under the cache directory, and checked against the expected
- * sha256 when one is given (a mismatch refuses the model, cached copy included).
+ * are size-capped (the body is refused once it is known to be larger), cached by URL under the
+ * cache directory, and checked against the expected sha256 when one is given (a mismatch refuses
+ * the model, cached copy included).
  */
 import { createHash } from 'node:crypto';
 import { mkdir, readFile, realpath, rename, writeFile } from 'node:fs/promises';
 import { join, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, PayloadTooLargeError } from '../errors/index.js';
-import { createHttpClient } from '../http/index.js';
+import { createHttpClient, succeeded } from '../http/index.js';
 import type { HttpAnswer, HttpCall, HttpSend } from '../http/index.js';
 
 interface ModelSource {
@@ -88,7 +89,7 @@ async function fromHttp(url: URL, source: ModelSource): Promise<Uint8Array> {
         : `${err instanceof Error ? err.message : String(err)}`;
     throw new ConfigError(`MODEL_URL: ${url.href}: ${why}`);
   });
-  if (answer.status < 200 || answer.status > 299)
+  if (!succeeded(answer.status))
     throw new ConfigError(`MODEL_URL: ${url.href} answered ${answer.status}`);
   const bytes = new Uint8Array(answer.body.buffer, answer.body.byteOffset, answer.body.length);
   verify(bytes, source.sha256, url.href);

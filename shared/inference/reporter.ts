@@ -7,7 +7,7 @@
  * edge (shared/messages/worker-message.ts).
  */
 import { workerQuality } from '../crds/schemas.js';
-import { createHttpClient } from '../http/index.js';
+import { createHttpClient, succeeded } from '../http/index.js';
 import type { HttpSend } from '../http/index.js';
 import type { WorkerQuality } from '../crds/index.js';
 import { nodeHeader, reportPath } from '../messages/worker-message.js';
@@ -91,7 +91,7 @@ async function post(
     body: JSON.stringify(message),
     timeoutMs: 5000,
   });
-  if (status < 200 || status > 299) throw new Error(`upstream-status answered ${status}`);
+  if (!succeeded(status)) throw new Error(`upstream-status answered ${status}`);
 }
 
 function startReporter(options: ReporterOptions) {
