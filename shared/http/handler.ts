@@ -8,7 +8,7 @@
  * does not serialize, a header Node refuses, a body of the wrong type, a client that is gone) is
  * logged with the request's trace id and ends that request — a 500 when nothing was sent yet,
  * a cut connection when the answer had started — and never escapes as an exception or a
- * rejection. What escapes from elsewhere (a handler's stray timer or promise) is the process's
+ * rejection. Answers leave at the end of the event loop's turn (turn.ts). What escapes from elsewhere (a handler's stray timer or promise) is the process's
  * business (lifecycle.ts), which learns from `inFlight` which requests were being served.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -33,6 +33,8 @@ import type {
   RequestContext,
 } from './define.js';
 import { startSpan } from './trace.js';
+import { createTurnEnd } from './turn.js';
+import type { TurnEnd } from './turn.js';
 
 interface HandlerOptions {
   telemetry: Telemetry;
@@ -214,6 +216,8 @@ interface Served {
   readonly inFlight: Set<Exchange>;
   /** Why the process is draining; readiness answers 503 and answers close their connection. */
   draining: string | undefined;
+  /** Ends the answers whose heads are set, together at the end of the turn (turn.ts). */
+  readonly end: TurnEnd<Exchange>;
 }
 
 /** What a request refused before dispatch is counted and checked as. */
@@ -349,21 +353,29 @@ function dispatchRoute(
   throw new NotFoundError(`no route for ${method} ${path}`);
 }
 
+/** The body's length in bytes; a TypeError for what is neither text nor bytes. */
+function byteLength(body: unknown): number {
+  if (body === undefined) return 0;
+  if (typeof body === 'string') return Buffer.byteLength(body);
+  if (body instanceof Uint8Array) return body.byteLength;
+  throw new TypeError(`an answer's body must be a string or bytes, not ${typeof body}`);
+}
+
 /**
  * One writeHead per answer (cheaper than a setHeader per header), with its Content-Length: the
- * answer goes out in one write, not as chunked encoding's three pieces. Returns the status.
+ * answer goes out in one write, not as chunked encoding's three pieces, at the end of the turn
+ * (turn.ts). Everything that can refuse the answer runs now. Returns the status.
  */
 function send(
-  res: ServerResponse,
+  served: Served,
+  exchange: Exchange,
   status: number,
   headers: Record<string, string>,
   body: string | Uint8Array | undefined,
 ): number {
-  headers['content-length'] = String(
-    body === undefined ? 0 : typeof body === 'string' ? Buffer.byteLength(body) : body.byteLength,
-  );
-  res.writeHead(status, headers);
-  res.end(body);
+  headers['content-length'] = String(byteLength(body));
+  exchange.res.writeHead(status, headers);
+  served.end(exchange.res, body, exchange);
   return status;
 }
 
@@ -374,19 +386,20 @@ function write(
   written: Written,
   pending: Pick<Pending, 'replies'>,
 ): number {
-  const { res, traceparent } = exchange;
+  const { traceparent } = exchange;
   switch (written.kind) {
     case 'reply':
       return writeReply(served, exchange, written, pending);
     case 'bytes':
       return send(
-        res,
+        served,
+        exchange,
         written.status ?? 200,
         { ...written.headers, traceparent, 'content-type': written.contentType },
         written.body,
       );
     case 'accepted':
-      return send(res, 202, { traceparent }, undefined);
+      return send(served, exchange, 202, { traceparent }, undefined);
     case 'json': {
       // Serialized before anything is written: a body that does not serialize is a clean 500.
       const body = JSON.stringify(written.body);
@@ -394,11 +407,12 @@ function write(
         written.headers === undefined
           ? { traceparent, 'content-type': jsonUtf8 }
           : { ...written.headers, traceparent, 'content-type': jsonUtf8 };
-      return send(res, written.status ?? 200, headers, body);
+      return send(served, exchange, written.status ?? 200, headers, body);
     }
     case 'text':
       return send(
-        res,
+        served,
+        exchange,
         written.status,
         { traceparent, 'content-type': written.contentType },
         written.body,
@@ -430,24 +444,26 @@ function writeReply(
     source: written.event.source ?? definition.source,
   });
   headers['traceparent'] = exchange.traceparent;
-  return send(exchange.res, 200, headers, body);
+  return send(served, exchange, 200, headers, body);
 }
 
 /** An error as the project's answer body, or as OIP's `{"error": message}` where asked. */
 function writeError(served: Served, exchange: Exchange, err: unknown): number {
   const answer = errorAnswer(err);
-  const { res, traceparent } = exchange;
+  const { traceparent } = exchange;
   // KServe's client reads an error's body only when its Content-Type is exactly this.
   if (served.definition.errorMessageOnly?.(exchange.path) === true) {
     return send(
-      res,
+      served,
+      exchange,
       answer.status,
       { ...answer.headers, traceparent, 'content-type': 'application/json' },
       JSON.stringify({ error: answer.body.error.message }),
     );
   }
   return send(
-    res,
+    served,
+    exchange,
     answer.status,
     { ...answer.headers, traceparent, 'content-type': jsonUtf8 },
     JSON.stringify(answer.body),
@@ -456,17 +472,22 @@ function writeError(served: Served, exchange: Exchange, err: unknown): number {
 
 const internalError = JSON.stringify(errorAnswer(undefined).body);
 
+function answerError(served: Served, exchange: Exchange, err: unknown): void {
+  safely(() => served.telemetry.log.error({ traceId: exchange.traceId, err }, 'answer failed'));
+}
+
 /**
  * Writing the answer threw. Before anything was sent: a plain 500. After (the head is out, the
  * body is not): the connection is cut, so the client sees a broken answer, never a wrong one.
  */
 function answerFailed(served: Served, exchange: Exchange, err: unknown): number {
   const { res } = exchange;
-  safely(() => served.telemetry.log.error({ traceId: exchange.traceId, err }, 'answer failed'));
+  answerError(served, exchange, err);
   if (!res.headersSent) {
     try {
       return send(
-        res,
+        served,
+        exchange,
         500,
         { traceparent: exchange.traceparent, 'content-type': jsonUtf8 },
         internalError,
@@ -483,6 +504,10 @@ function answerFailed(served: Served, exchange: Exchange, err: unknown): number 
  * An answer larger than the socket takes at once ended with its connection: when the socket
  * failed (the client reset it, or left and the next write broke), the client left mid-answer.
  */
+function watchLongAnswer(served: Served, exchange: Exchange, socket: Socket | null): void {
+  exchange.res.once('close', () => cutShort(served, exchange, socket));
+}
+
 function cutShort(served: Served, exchange: Exchange, socket: Socket | null): void {
   const err = socket?.errored;
   if (err === null || err === undefined) return;
@@ -509,11 +534,6 @@ function finish(
     if (served.draining !== undefined) res.shouldKeepAlive = false;
     try {
       status = write(served, exchange, written, pending);
-      // Still being written (a large answer): see how it ends. Small ones are out already.
-      if (!res.writableFinished) {
-        const { socket } = res;
-        res.once('close', () => cutShort(served, exchange, socket));
-      }
     } catch (err) {
       status = answerFailed(served, exchange, err);
     }
@@ -620,6 +640,10 @@ function createHandler(definition: FunctionDefinition, options: HandlerOptions) 
     handledTypes: [...eventRoutes.keys()].join(', ') || 'none',
     inFlight: new Set(),
     draining: undefined,
+    end: createTurnEnd<Exchange>(
+      (exchange, socket) => watchLongAnswer(served, exchange, socket),
+      (exchange, err) => answerError(served, exchange, err),
+    ),
   };
   return {
     /** Serves one request; `path` is its URL's path, percent-encoding checked. Never throws. */

@@ -31,7 +31,7 @@ import type { TestRedis } from '../../support/redis.js';
 type Behaviour = 'answer' | 'fail' | 'late';
 
 interface Member extends Listening {
-  /** This run's: released in turn; `answered` settles once the answer has left. */
+  /** This run's: released in turn; `answered` settles once the answer has left (or was cut). */
   turn: { go: () => void; answered: Promise<void>; behaviour: Behaviour; body: string };
   arrived: Promise<void>;
   /** Sets this run's behaviour and bytes. */
@@ -57,8 +57,11 @@ async function member(): Promise<Member> {
       const { behaviour, body } = self.turn;
       const { answered } = state;
       state.arrived();
+      // Closed when the answer has left, or earlier when the graph, having answered without
+      // this member (an outer join's window), cut the call.
+      res.on('close', answered);
       void state.release.then(() => {
-        res.on('close', answered);
+        if (res.destroyed) return;
         if (behaviour === 'fail') {
           res.writeHead(503, { 'content-type': 'application/json' });
           res.end('{"error":"down"}');
