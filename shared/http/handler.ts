@@ -8,8 +8,9 @@
  * does not serialize, a header Node refuses, a body of the wrong type, a client that is gone) is
  * logged with the request's trace id and ends that request — a 500 when nothing was sent yet,
  * a cut connection when the answer had started — and never escapes as an exception or a
- * rejection. Answers leave at the end of the event loop's turn (turn.ts). What escapes from elsewhere (a handler's stray timer or promise) is the process's
- * business (lifecycle.ts), which learns from `inFlight` which requests were being served.
+ * rejection. Answers leave at the end of the event loop's turn (turn.ts). What escapes from
+ * elsewhere (a handler's stray timer or promise) is the process's business (lifecycle.ts),
+ * which learns from `inFlight` which requests were being served.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
@@ -472,6 +473,7 @@ function writeError(served: Served, exchange: Exchange, err: unknown): number {
 
 const internalError = JSON.stringify(errorAnswer(undefined).body);
 
+/** The `answer failed` error line, with the request's trace id. */
 function answerError(served: Served, exchange: Exchange, err: unknown): void {
   safely(() => served.telemetry.log.error({ traceId: exchange.traceId, err }, 'answer failed'));
 }
