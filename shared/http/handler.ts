@@ -35,7 +35,7 @@ import type {
 } from './define.js';
 import { startSpan } from './trace.js';
 import { createTurnEnd } from './turn.js';
-import type { TurnEnd } from './turn.js';
+import type { Ended, TurnEnd } from './turn.js';
 
 interface HandlerOptions {
   telemetry: Telemetry;
@@ -61,6 +61,13 @@ interface Pending {
  */
 type Bindings = Record<string, string | number | undefined>;
 
+/** What a request's metric and log line say of it. */
+interface Outcome {
+  status: number;
+  written: Written;
+  kind: string;
+}
+
 /** nginx's "client closed request": logged and counted for a request whose client left first. */
 const clientGone = 499;
 
@@ -73,6 +80,10 @@ class Exchange implements RequestContext {
   readonly started = performance.now();
   readonly traceparent: string;
   readonly headers: IncomingMessage['headers'];
+  /** Whether its answer waits for the end of the turn (send); recorded once it has left. */
+  queued = false;
+  /** What it is recorded as, kept while its answer waits (finish). */
+  outcome: Outcome | undefined;
   #log: Logger | undefined;
 
   constructor(
@@ -377,6 +388,7 @@ function send(
   headers['content-length'] = String(byteLength(body));
   exchange.res.writeHead(status, headers);
   served.end(exchange.res, body, exchange);
+  exchange.queued = true;
   return status;
 }
 
@@ -522,7 +534,10 @@ function cutShort(served: Served, exchange: Exchange, socket: Socket | null): vo
   );
 }
 
-/** Writes the answer, then the request's metric and its one log line. Never throws. */
+/**
+ * Writes the answer, then the request's metric and its one log line: now when nothing is sent,
+ * else once the answer has left at the end of the turn (`left`). Never throws.
+ */
 function finish(
   served: Served,
   exchange: Exchange,
@@ -540,8 +555,26 @@ function finish(
       status = answerFailed(served, exchange, err);
     }
   }
+  const outcome = { status, written, kind: pending.kind };
+  if (exchange.queued) exchange.outcome = outcome;
   // A log line that fails (a binding that does not serialize) has nothing left to tell it to.
-  safely(() => record(served, exchange, status, written, pending.kind));
+  else safely(() => record(served, exchange, outcome));
+}
+
+/** An answer queued by `send` has ended (turn.ts): watched if still being written, recorded. */
+function left(served: Served, exchange: Exchange, how: Ended): void {
+  const { outcome } = exchange;
+  if (outcome === undefined) return;
+  exchange.outcome = undefined;
+  if (how.kind === 'gone') outcome.status = clientGone;
+  if (how.kind === 'failed') {
+    answerError(served, exchange, how.err);
+    outcome.status = 500;
+  }
+  if (how.kind === 'sent' && !exchange.res.writableFinished) {
+    watchLongAnswer(served, exchange, exchange.res.socket);
+  }
+  safely(() => record(served, exchange, outcome));
 }
 
 /** Runs `work`, which only reports: a failure to report must not become a second failure. */
@@ -554,13 +587,7 @@ function safely(work: () => void): void {
 }
 
 /** The request's metric and its one log line. */
-function record(
-  served: Served,
-  exchange: Exchange,
-  status: number,
-  written: Written,
-  kind: string,
-): void {
+function record(served: Served, exchange: Exchange, { status, written, kind }: Outcome): void {
   const { telemetry } = served;
   const seconds = (performance.now() - exchange.started) / 1000;
   telemetry.observe(kind, status, seconds);
@@ -642,10 +669,7 @@ function createHandler(definition: FunctionDefinition, options: HandlerOptions) 
     handledTypes: [...eventRoutes.keys()].join(', ') || 'none',
     inFlight: new Set(),
     draining: undefined,
-    end: createTurnEnd<Exchange>(
-      (exchange, socket) => watchLongAnswer(served, exchange, socket),
-      (exchange, err) => answerError(served, exchange, err),
-    ),
+    end: createTurnEnd<Exchange>((exchange, how) => left(served, exchange, how)),
   };
   return {
     /** Serves one request; `path` is its URL's path, percent-encoding checked. Never throws. */

@@ -9,18 +9,22 @@
  * hello's client never slept, shared/http's (the slower server) always did. Written together,
  * the answers of one turn wake it once. Behind Knative the client is queue-proxy, the same way.
  *
- * The cost is latency: an answer waits for the turn's other requests (its poll phase) to be
- * served, a few microseconds when there is one and at most the turn when the server is
- * saturated, which is when it cannot answer sooner anyway.
+ * The cost is latency: an answer waits for the rest of its turn (the other requests read in it,
+ * and the immediates queued before its flush, such as an inference worker's large-request
+ * steps), a few microseconds when there is one request and up to about a millisecond under the
+ * edge worker's mixed load; its owner records the request's duration when it has left.
  *
  * The caller sets the head first (writeHead throws what Node refuses, while a clean 500 can
- * still be sent) and checks the body's type; a client gone meanwhile is skipped, and one that
- * goes while a large answer is written is the owner's to report (`unfinished`).
+ * still be sent) and checks the body's type. Each answer's owner hears how it ended, once the
+ * turn is over: sent (maybe still being written, when larger than the socket took at once), its
+ * client gone meanwhile (nothing written), or its end thrown (its connection is then cut).
  */
 import type { ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 
 type Body = string | Uint8Array | undefined;
+
+/** How a queued answer ended. */
+type Ended = { kind: 'sent' } | { kind: 'gone' } | { kind: 'failed'; err: unknown };
 
 interface Ending<T> {
   res: ServerResponse;
@@ -31,28 +35,28 @@ interface Ending<T> {
 /** Ends `res` with `body` (its head already set) at the end of this turn. */
 type TurnEnd<T> = (res: ServerResponse, body: Body, owner: T) => void;
 
-/**
- * `unfinished` hears of an answer still being written after its end (larger than the socket
- * took at once), with the socket it goes out on; `failed`, of one whose end threw (its
- * connection is then cut).
- */
-function createTurnEnd<T>(
-  unfinished: (owner: T, socket: Socket | null) => void,
-  failed: (owner: T, err: unknown) => void,
-): TurnEnd<T> {
+const sent: Ended = { kind: 'sent' };
+const gone: Ended = { kind: 'gone' };
+
+/** `ended` hears of each answer once, after its end; it must not throw. */
+function createTurnEnd<T>(ended: (owner: T, how: Ended) => void): TurnEnd<T> {
   let queue: Array<Ending<T>> = [];
   const flush = () => {
     const ending = queue;
     queue = [];
     for (const { res, body, owner } of ending) {
-      if (res.destroyed) continue;
+      if (res.destroyed) {
+        ended(owner, gone);
+        continue;
+      }
+      let how = sent;
       try {
         res.end(body);
-        if (!res.writableFinished) unfinished(owner, res.socket);
       } catch (err) {
-        failed(owner, err);
         res.destroy();
+        how = { kind: 'failed', err };
       }
+      ended(owner, how);
     }
   };
   return (res, body, owner) => {
@@ -61,4 +65,4 @@ function createTurnEnd<T>(
 }
 
 export { createTurnEnd };
-export type { TurnEnd };
+export type { Ended, TurnEnd };
