@@ -514,14 +514,15 @@ function answerFailed(served: Served, exchange: Exchange, err: unknown): number 
   return 500;
 }
 
-/**
- * An answer larger than the socket takes at once ended with its connection: when the socket
- * failed (the client reset it, or left and the next write broke), the client left mid-answer.
- */
+/** An answer larger than the socket took at once: logged by cutShort if it ends cut short. */
 function watchLongAnswer(served: Served, exchange: Exchange, socket: Socket | null): void {
   exchange.res.once('close', () => cutShort(served, exchange, socket));
 }
 
+/**
+ * A long answer ended with its connection: when the socket failed (the client reset it, or left
+ * and the next write broke), the client left mid-answer.
+ */
 function cutShort(served: Served, exchange: Exchange, socket: Socket | null): void {
   const err = socket?.errored;
   if (err === null || err === undefined) return;
