@@ -7,7 +7,7 @@
  * edge (shared/messages/worker-message.ts).
  */
 import { workerQuality } from '../crds/schemas.js';
-import { createHttpClient, succeeded } from '../http/index.js';
+import { createHttpClient, endpoint, succeeded } from '../http/index.js';
 import type { HttpSend } from '../http/index.js';
 import type { WorkerQuality } from '../crds/index.js';
 import { nodeHeader, reportPath } from '../messages/worker-message.js';
@@ -78,10 +78,10 @@ function snapshot(counters: WorkerCounters, quality: WorkerQuality | undefined):
 async function post(
   options: Pick<ReporterOptions, 'node' | 'token'>,
   send: HttpSend,
-  endpoint: URL,
+  url: string,
   message: WorkerMessage,
 ): Promise<void> {
-  const { status } = await send(endpoint.href, {
+  const { status } = await send(url, {
     method: 'POST',
     headers: {
       'content-type': 'application/json',
@@ -96,10 +96,7 @@ async function post(
 
 function startReporter(options: ReporterOptions) {
   const send = options.send ?? createHttpClient().send;
-  const endpoint = new URL(
-    reportPath(options.namespace, options.name),
-    options.url.endsWith('/') ? options.url : `${options.url}/`,
-  );
+  const reportUrl = endpoint(options.url, reportPath(options.namespace, options.name));
   const quality = checkedQuality(options);
   let sequence = 0;
   let lastSent = '';
@@ -111,7 +108,7 @@ function startReporter(options: ReporterOptions) {
     if (!force && text === lastSent && (quiet += 1) < (options.heartbeatEvery ?? 6)) return;
     sequence += 1;
     try {
-      await post(options, send, endpoint, {
+      await post(options, send, reportUrl, {
         id: `${options.reporter}-${sequence}`,
         reporter: options.reporter,
         worker: 'edge',
