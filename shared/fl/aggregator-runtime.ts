@@ -17,6 +17,7 @@ import type { Logger } from '../telemetry/index.js';
 import { createAggregator } from './aggregator.js';
 import type { Aggregator, AggregatorDeps } from './aggregator.js';
 import type { AggregatorConfig } from './aggregator-config.js';
+import { collectGarbage } from './collect-garbage.js';
 import { readDataset } from './dataset-source.js';
 import { localEvaluation } from './evaluation-thread.js';
 import { createRoundStore } from './round-store.js';
@@ -145,6 +146,7 @@ async function createAggregatorRuntime(options: {
     ...messengers(settings, sinkPost(http.send)),
     now: Date.now,
     schedule: timers.schedule,
+    settle: collectGarbage,
     log,
     leaseMs: settings.leaseMs,
     maxUpdateBytes: settings.maxUpdateBytes,

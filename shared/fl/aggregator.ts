@@ -81,6 +81,8 @@ interface AggregatorDeps {
   now: () => number;
   /** Runs `fn` at `atMs`; the returned function cancels it. */
   schedule: (atMs: number, fn: () => void) => () => void;
+  /** Run once the start-up's warm-up is done, before round 1 opens (collect-garbage.ts). */
+  settle?: () => void;
   log: Logger;
   /** How long a claim on a round holds (a dead aggregator's lapses after this). */
   leaseMs: number;
@@ -337,6 +339,7 @@ async function start(run: Run): Promise<void> {
     await store.saveModel(0, bytes);
     await warmUp(run, bytes);
     await evaluateInitial(run, bytes);
+    run.deps.settle?.();
     const { created } = await store.open({ ...nextRound(run, 1), sha: sha256(bytes) });
     if (created) log.info({ job: config.job }, 'round 1 opened');
   } else if (state.status === 'open' || state.status === 'aggregating') {

@@ -13,7 +13,7 @@ import type { TrainingParameters } from '../messages/federated.js';
 import type { Split } from '../training/data.js';
 import { Network } from '../training/network.js';
 import type { LayerSpec } from '../training/network.js';
-import { exportOnnx, onnxLayers, readInitializers } from '../training/onnx-export.js';
+import { exportOnnx, readTrainable } from '../training/onnx-export.js';
 import type { DatasetReader, DatasetSource } from './dataset-source.js';
 import { trainInPlace } from './local-train.js';
 import { digitShape, loadWeights, parameterTensors } from './network-weights.js';
@@ -80,16 +80,15 @@ interface DecodedModel {
 }
 
 /**
- * The layers and weights of a model written by exportOnnx (RoundFailure 3 otherwise). Decoded
- * where the round arrives, at the trainer's own priority: the training thread, niceness
- * lowered, only trains.
+ * The layers and weights of a model written by exportOnnx (RoundFailure 3 otherwise), the
+ * weights copied into `memory` (new buffers by default). Decoded where the round arrives, at the
+ * trainer's own priority: the training thread, niceness lowered, only trains.
  */
-function decodeModel(model: Uint8Array): DecodedModel {
+function decodeModel(model: Uint8Array, memory?: Memory): DecodedModel {
   let layers: LayerSpec[] | undefined;
   let weights: NamedTensors;
   try {
-    layers = onnxLayers(model);
-    weights = readInitializers(model);
+    ({ layers, weights } = readTrainable(model, memory));
   } catch (err) {
     throw new RoundFailure(exitCodes.model, `the model is not ONNX: ${messageOf(err)}`);
   }
@@ -134,6 +133,36 @@ function keptNetwork(): NetworkFor {
   };
 }
 
+/**
+ * The memory a round's model is decoded into, reused round after round: one SharedArrayBuffer
+ * that the thread reads the weights from (shared: neither copied nor transferred), grown to what
+ * the round before needed. New memory costs a page fault per 4 KiB on first touch; on the
+ * 10-trainer bench these were a fifth of a trainer's CPU between a round's event and its
+ * training (perf, 2026-11-28). A round decodes into it once the round before is done or
+ * superseded; a superseded round's thread may still read it, but its result is thrown away.
+ */
+function reusedMemory(): { memory: Memory; reset(): void } {
+  let buffer = new SharedArrayBuffer(0);
+  let used = 0;
+  let wanted = 0;
+  return {
+    reset() {
+      if (wanted > buffer.byteLength) buffer = new SharedArrayBuffer(wanted);
+      used = 0;
+      wanted = 0;
+    },
+    memory(bytes) {
+      const size = Math.ceil(bytes / 8) * 8;
+      wanted += size;
+      if (used + size > buffer.byteLength)
+        return new Uint8Array(new SharedArrayBuffer(size), 0, bytes);
+      const view = new Uint8Array(buffer, used, bytes);
+      used += size;
+      return view;
+    },
+  };
+}
+
 /** The decoded model as a Network holding its weights (RoundFailure 3 when they do not fit). */
 function rebuild(model: DecodedModel, networkFor: NetworkFor): Network {
   try {
@@ -142,20 +171,6 @@ function rebuild(model: DecodedModel, networkFor: NetworkFor): Network {
   } catch (err) {
     throw new RoundFailure(exitCodes.model, `the model cannot be rebuilt: ${messageOf(err)}`);
   }
-}
-
-/**
- * The buffers of `model`'s weights, to transfer to a thread instead of copying them: each
- * tensor's values fill a buffer of their own (readInitializers copies them into one).
- */
-function transferList(model: DecodedModel): ArrayBuffer[] {
-  const buffers = new Set<ArrayBuffer>();
-  for (const { values } of model.weights.values()) {
-    const { buffer } = values;
-    if (buffer instanceof ArrayBuffer && values.byteLength === buffer.byteLength)
-      buffers.add(buffer);
-  }
-  return [...buffers];
 }
 
 /** This node's Dataset (RoundFailure 2 when it cannot be read). */
@@ -255,7 +270,7 @@ export {
   exitCodes,
   inThreadTraining,
   keptNetwork,
-  transferList,
+  reusedMemory,
   warmUp,
   warmUpModel,
 };

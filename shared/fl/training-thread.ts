@@ -13,6 +13,7 @@
  */
 import type { TrainingParameters } from '../messages/federated.js';
 import type { Logger } from '../telemetry/index.js';
+import { collectGarbage } from './collect-garbage.js';
 import { cachedDatasetReader } from './dataset-source.js';
 import type { DatasetSource } from './dataset-source.js';
 import { nicedThread, serveCalls, startedFor } from './niced-thread.js';
@@ -23,7 +24,7 @@ import {
   exitCodes,
   inThreadTraining,
   keptNetwork,
-  transferList,
+  reusedMemory,
   warmUp,
   warmUpModel,
 } from './round-compute.js';
@@ -70,8 +71,9 @@ function trainingThreadMain(nice: number, source: DatasetSource): void {
         ? { code: err.exitCode, message: err.message }
         : { code: exitCodes.rejected, message: `unexpected: ${messageOf(err)}` },
   );
-  // The Dataset read, then a round's computation run once on a small model (round-compute.ts).
-  void warmUp(data);
+  // The Dataset read, then a round's computation run once on a small model (round-compute.ts),
+  // then the garbage of both collected before the first round (collect-garbage.ts).
+  void warmUp(data).then(collectGarbage);
 }
 
 /** Rounds on a thread at niceness `nice`, started on first use and after each termination. */
@@ -87,27 +89,28 @@ function threadTraining(options: { source: DatasetSource; nice: number; log: Log
   });
   /** The memory of the last update sent (release), which the next round's is written into. */
   let sent: SharedArrayBuffer | undefined;
+  const decoded = reusedMemory();
   const training: LocalTraining = {
     async run(bytes, params, signal) {
       signal.throwIfAborted();
-      // Decoded here, at the trainer's priority (a RoundFailure 3 rejects the round at once);
-      // the decoded weights are copies, moved to the thread (transferred, not cloned). The
-      // update is written into the memory of the last one sent, which nothing reads any more.
-      const model = decodeModel(bytes);
+      // Decoded here, at the trainer's priority (a RoundFailure 3 rejects the round at once),
+      // into memory the thread shares (reusedMemory). The update is written into the memory of
+      // the last one sent, which nothing reads any more.
+      decoded.reset();
+      const model = decodeModel(bytes, decoded.memory);
       const memory = sent;
       sent = undefined;
-      return thread.call(
-        { model, training: params, memory },
-        { signal, transfer: transferList(model) },
-      );
+      return thread.call({ model, training: params, memory }, { signal });
     },
     release({ encoded }) {
       if (encoded.buffer instanceof SharedArrayBuffer) sent = encoded.buffer;
     },
     prefetch() {
       thread.start();
-      // This thread's part of a round, decoding, run once before the first round.
+      // This thread's part of a round, decoding, run once before the first round; then the
+      // start-up's garbage collected, not in round 1 or 2 (collect-garbage.ts).
       decodeModel(warmUpModel());
+      collectGarbage();
     },
     close: () => thread.close(),
   };

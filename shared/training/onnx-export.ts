@@ -18,6 +18,8 @@ import type { LayerSpec, Shape } from './network.js';
 import type { DetectorHead } from './detector.js';
 
 const { onnx } = onnxProto;
+/** A model as protobufjs decodes it. */
+type DecodedProto = ReturnType<typeof onnx.ModelProto.decode>;
 const FLOAT = onnx.TensorProto.DataType.FLOAT;
 const INT64 = onnx.TensorProto.DataType.INT64;
 const opset = 13;
@@ -258,7 +260,10 @@ function importOnnx(bytes: Uint8Array): Network {
  * rebuilds the architecture from the model alone; undefined for any other model.
  */
 function onnxLayers(bytes: Uint8Array): LayerSpec[] | undefined {
-  const model = onnx.ModelProto.decode(bytes);
+  return layersOf(onnx.ModelProto.decode(bytes));
+}
+
+function layersOf(model: DecodedProto): LayerSpec[] | undefined {
   const layers = model.metadataProps.find((p) => p.key === 'layers')?.value;
   if (layers === undefined || layers === null || layers === '') return undefined;
   return JSON.parse(layers) as LayerSpec[];
@@ -442,8 +447,22 @@ function checkEmbedded(tensor: StoredTensor, name: string): void {
   }
 }
 
+/**
+ * Where an initializer's values are copied: `bytes` (a multiple of 4) of memory, 4-byte aligned.
+ * By default a new buffer each (transferable to a thread); a trainer passes memory it reuses
+ * round after round (new memory costs a page fault per 4 KiB on first touch).
+ */
+type ValuesMemory = (bytes: number) => Uint8Array;
+
+const newMemory: ValuesMemory = (bytes) => new Uint8Array(bytes);
+
 /** A float32 initializer's values from rawData (little-endian) or floatData, checked against dims. */
-function floatValues(tensor: StoredTensor, name: string, count: number): Float32Array {
+function floatValues(
+  tensor: StoredTensor,
+  name: string,
+  count: number,
+  memory: ValuesMemory,
+): Float32Array {
   const raw = tensor.rawData;
   if (raw !== undefined && raw !== null && raw.length > 0) {
     if (raw.length !== 4 * count) {
@@ -451,11 +470,11 @@ function floatValues(tensor: StoredTensor, name: string, count: number): Float32
         `initializer ${name}: ${raw.length} raw bytes for ${count} float32 values`,
       );
     }
-    // Copied into a buffer of its own (aligned, and transferable to a thread): a typed array's
-    // set is a memcpy, where Uint8Array.from walks the bytes one by one (15x slower at 0.8 MB).
-    const own = new Uint8Array(raw.length);
+    // Copied into aligned memory of its own: a typed array's set is a memcpy, where
+    // Uint8Array.from walks the bytes one by one (15x slower at 0.8 MB).
+    const own = memory(raw.length);
     own.set(raw);
-    return new Float32Array(own.buffer);
+    return new Float32Array(own.buffer, own.byteOffset, count);
   }
   const floats = tensor.floatData ?? [];
   if (floats.length !== count) {
@@ -463,11 +482,14 @@ function floatValues(tensor: StoredTensor, name: string, count: number): Float32
       `initializer ${name}: ${floats.length} float values, dims say ${count}`,
     );
   }
-  return Float32Array.from(floats);
+  const own = memory(4 * count);
+  const values = new Float32Array(own.buffer, own.byteOffset, count);
+  values.set(floats);
+  return values;
 }
 
 /** The model's initializers by name, refusing an unnamed or repeated one. */
-function initializersByName(model: ReturnType<typeof onnx.ModelProto.decode>) {
+function initializersByName(model: DecodedProto) {
   const byName = new Map<string, StoredTensor>();
   for (const tensor of model.graph?.initializer ?? []) {
     const name = tensor.name ?? '';
@@ -485,8 +507,26 @@ const dimsOf = (tensor: StoredTensor) => (tensor.dims ?? []).map((d) => Number(d
  * caller may change them): what federated learning averages. Other types (the int64 shape of a
  * Reshape) are left out; they are part of the graph, not of what is learnt.
  */
-function readInitializers(bytes: Uint8Array): Map<string, FloatInitializer> {
+function readInitializers(
+  bytes: Uint8Array,
+  memory: ValuesMemory = newMemory,
+): Map<string, FloatInitializer> {
+  return initializersOf(onnx.ModelProto.decode(bytes), memory);
+}
+
+/**
+ * A model written by exportOnnx as a trainer needs it, from one decode: the layers it was built
+ * from (undefined for another model) and its float32 initializers (readInitializers).
+ */
+function readTrainable(
+  bytes: Uint8Array,
+  memory: ValuesMemory = newMemory,
+): { layers: LayerSpec[] | undefined; weights: Map<string, FloatInitializer> } {
   const model = onnx.ModelProto.decode(bytes);
+  return { layers: layersOf(model), weights: initializersOf(model, memory) };
+}
+
+function initializersOf(model: DecodedProto, memory: ValuesMemory) {
   const out = new Map<string, FloatInitializer>();
   for (const [name, tensor] of initializersByName(model)) {
     if (tensor.dataType !== FLOAT) continue;
@@ -498,6 +538,7 @@ function readInitializers(bytes: Uint8Array): Map<string, FloatInitializer> {
         tensor,
         name,
         dims.reduce((a, b) => a * b, 1),
+        memory,
       ),
     });
   }
@@ -546,6 +587,7 @@ export {
   exportDetectorOnnx,
   importDetectorOnnx,
   readInitializers,
+  readTrainable,
   replaceInitializers,
 };
-export type { ExportOptions, OnnxSignature, FloatInitializer };
+export type { ExportOptions, OnnxSignature, FloatInitializer, ValuesMemory };

@@ -1,6 +1,6 @@
 /**
  * A round's computation: the start-up warm-up reads the Dataset once and changes no round; the
- * Network kept between rounds and the weights moved to the thread change none either.
+ * Network kept between rounds and the memory the model is decoded into change none either.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,7 +13,7 @@ import {
   computeRound,
   decodeModel,
   keptNetwork,
-  transferList,
+  reusedMemory,
   warmUp,
 } from '../../../shared/fl/round-compute.js';
 import { decodeWeights } from '../../../shared/fl/weights.js';
@@ -90,14 +90,32 @@ describe('the Network and the memory kept from one round to the next', () => {
     }
   });
 
-  it('moves every tensor of a decoded model: one whole buffer each', () => {
-    const { model } = fixture();
-    const decoded = decodeModel(model);
-    const buffers = transferList(decoded);
-    expect(buffers).toHaveLength(decoded.weights.size);
-    for (const { values } of decoded.weights.values()) {
-      expect(buffers).toContain(values.buffer);
-      expect(values.byteLength).toBe(values.buffer.byteLength);
+  it('decodes each round into the same shared memory, and trains as from new memory', async () => {
+    const { model, source } = fixture();
+    const data = { read: readDataset, source };
+    const moved = replaceInitializers(
+      model,
+      new Map(
+        [...decodeModel(model).weights].map(([name, t]) => [
+          name,
+          { dims: t.dims, values: t.values.map((v) => v + 0.01) },
+        ]),
+      ),
+    );
+    const decoded = reusedMemory();
+    const buffers = new Set<ArrayBufferLike>();
+    for (const bytes of [model, moved, model, moved]) {
+      decoded.reset();
+      const reused = decodeModel(bytes, decoded.memory);
+      for (const { values } of reused.weights.values()) {
+        expect(values.buffer).toBeInstanceOf(SharedArrayBuffer);
+        buffers.add(values.buffer);
+      }
+      const fromReused = await computeRound(reused, training, data);
+      const fromNew = await computeRound(decodeModel(bytes), training, data);
+      expect(Buffer.from(fromReused.encoded).equals(Buffer.from(fromNew.encoded))).toBe(true);
     }
+    // Round 1 sized it (a buffer per tensor); from round 2 on every tensor shares one buffer.
+    expect(buffers.size).toBe(decodeModel(model).weights.size + 1);
   });
 });
