@@ -1,4 +1,5 @@
 /** downstream-sync: JointInferenceService changes delivered to their edge nodes. */
+import { createHttpClient } from '../../shared/http/index.js';
 import type { FunctionFactory } from '../../shared/http/index.js';
 import { createKube, loadKubeConfig } from '../../shared/k8s/index.js';
 import { redisReadiness, requireRedis } from '../../shared/redis/index.js';
@@ -14,11 +15,15 @@ const factory: FunctionFactory = async ({ config, telemetry }) => {
   const settings = loadSyncConfig();
   const kube = createKube(loadKubeConfig());
   const redis = requireRedis(config.redis, 'downstream-sync', telemetry.log);
+  const http = createHttpClient();
   const downstream = createDownstream({
     kube,
     redis,
     streams: createTaskStreams(redis, { maxLength: settings.streamMaxLength }),
-    localControllers: createLocalControllerClient({ timeoutMs: settings.localControllerTimeoutMs }),
+    localControllers: createLocalControllerClient({
+      timeoutMs: settings.localControllerTimeoutMs,
+      send: http.send,
+    }),
   });
   const definition = downstreamSyncDefinition({
     downstream,
@@ -32,6 +37,7 @@ const factory: FunctionFactory = async ({ config, telemetry }) => {
     definition,
     close: async () => {
       redis.disconnect();
+      http.close();
     },
   };
 };

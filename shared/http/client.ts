@@ -7,7 +7,8 @@
  * with the signal's reason when the caller gave up, or with the socket's error. The graph
  * executor's plain-http calls go by its own pipelining client (shared/mlgraph/http1-client.ts);
  * this one carries its https: calls, the edge's offload to the cloud worker, the federated
- * trainer's calls and every event sink's posts (sinkPost).
+ * trainer's calls, downstream-sync's deliveries to local controllers and every event sink's posts
+ * (sinkPost).
  */
 import { Agent as HttpAgent, request as httpRequest } from 'node:http';
 import type { IncomingMessage } from 'node:http';
@@ -23,7 +24,7 @@ interface HttpAnswer {
 }
 
 interface HttpCall {
-  method: 'GET' | 'POST';
+  method: 'GET' | 'POST' | 'DELETE';
   headers: Record<string, string>;
   body?: Buffer | string | undefined;
   timeoutMs: number;

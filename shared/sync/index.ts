@@ -13,5 +13,5 @@ export { loadSyncConfig } from './config.js';
 export type { Operation, Task } from './task.js';
 export type { TaskStreams, Offer, Placement, LocalControllerPending } from './streams.js';
 export type { TaskConsumer, DeliveredTask, TaskBatch } from './consumer.js';
-export type { LocalControllerClient, Send } from './local-controller.js';
+export type { LocalControllerClient } from './local-controller.js';
 export type { Downstream, SyncResult, ResyncResult, NodeDelivery } from './downstream.js';

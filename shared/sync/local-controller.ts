@@ -4,8 +4,9 @@
  * annotation `edgeai.io/local-controller-url`. Failures are UnavailableError: the event is
  * redelivered, and the stream side, already done, is not repeated.
  */
-import { TimeoutStrategy, timeout } from 'cockatiel';
 import { UnavailableError } from '../errors/index.js';
+import { endpoint } from '../http/index.js';
+import type { HttpSend } from '../http/index.js';
 import type { KubeObject } from '../k8s/index.js';
 import type { Task } from './task.js';
 
@@ -23,33 +24,29 @@ function localControllerUrl(node: KubeObject): URL | undefined {
   }
 }
 
-type Send = (
-  url: URL,
-  init: { method: string; headers: Record<string, string>; body?: string; signal: AbortSignal },
-) => Promise<{ status: number }>;
+/** The local controller's answer is read only for its status: anything longer is refused. */
+const maxAnswerBytes = 64 * 1024;
 
-function createLocalControllerClient(options: { timeoutMs: number; send?: Send }) {
-  const send: Send = options.send ?? ((url, init) => fetch(url, init));
-  const deadline = timeout(options.timeoutMs, TimeoutStrategy.Aggressive);
+/** Delivers tasks to local controllers with `send` (shared/http's client), each call bounded. */
+function createLocalControllerClient(options: { timeoutMs: number; send: HttpSend }) {
+  const { send, timeoutMs } = options;
   return {
     async deliver(base: URL, task: Task, node: string): Promise<void> {
       const path = `${encodeURIComponent(task.namespace)}/jointinferenceservices/${encodeURIComponent(task.name)}`;
-      const url = new URL(path, base.href.endsWith('/') ? base : new URL(`${base.href}/`));
       const method = task.operation === 'delete' ? 'DELETE' : 'POST';
       let status: number;
       try {
-        ({ status } = await deadline.execute(({ signal }) =>
-          send(url, {
-            method,
-            headers: {
-              'content-type': 'application/json',
-              'x-edgeai-operation': task.operation,
-              'x-edgeai-version': `${task.uid}:${task.generation}`,
-            },
-            ...(method === 'POST' ? { body: JSON.stringify(task.resource) } : {}),
-            signal,
-          }),
-        ));
+        ({ status } = await send(endpoint(base.href, path), {
+          method,
+          headers: {
+            'content-type': 'application/json',
+            'x-edgeai-operation': task.operation,
+            'x-edgeai-version': `${task.uid}:${task.generation}`,
+          },
+          ...(method === 'POST' ? { body: JSON.stringify(task.resource) } : {}),
+          timeoutMs,
+          maxBytes: maxAnswerBytes,
+        }));
       } catch (err) {
         throw new UnavailableError(
           `local controller of node ${node}: ${err instanceof Error ? err.message : String(err)}`,
@@ -69,4 +66,4 @@ function createLocalControllerClient(options: { timeoutMs: number; send?: Send }
 type LocalControllerClient = ReturnType<typeof createLocalControllerClient>;
 
 export { createLocalControllerClient, localControllerUrl, localControllerAnnotation };
-export type { LocalControllerClient, Send };
+export type { LocalControllerClient };

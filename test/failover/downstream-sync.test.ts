@@ -15,7 +15,7 @@
  * group's at-least-once, which the edge recognises by the entry id: not a second application.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildServer } from '../../shared/http/index.js';
+import { buildServer, createHttpClient } from '../../shared/http/index.js';
 import type { KubeObject } from '../../shared/k8s/index.js';
 import { nodeKeys } from '../../shared/messages/edge-task.js';
 import { seededRandom } from '../../shared/random/index.js';
@@ -184,6 +184,9 @@ async function serviceLife(
   await sent('delete', 'delete');
 }
 
+/** The replicas' calls to local controllers (none of this test's nodes names one). */
+const http = createHttpClient();
+
 /** Two downstream-sync replicas as the function runs them, each with its own client. */
 async function startReplicas(
   connect: (name: string) => Promise<RedisClient>,
@@ -197,7 +200,7 @@ async function startReplicas(
       kube: api.kube,
       redis: client,
       streams: createTaskStreams(client, { maxLength: 1000 }),
-      localControllers: createLocalControllerClient({ timeoutMs: 2000 }),
+      localControllers: createLocalControllerClient({ timeoutMs: 2000, send: http.send }),
     });
     const telemetry = capturedTelemetry('downstream-sync');
     logs.push(telemetry.lines);
@@ -322,6 +325,7 @@ describe.each<Topology>(['sentinel', 'cluster'])('downstream-sync, %s failover',
   }, 120_000);
   afterAll(async () => {
     await Promise.all(replicas.map((r) => r.close()));
+    http.close();
     await api?.close();
     await redis?.stop();
   });

@@ -5,7 +5,7 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { buildServer } from '../../../shared/http/index.js';
+import { buildServer, createHttpClient } from '../../../shared/http/index.js';
 import type { KubeObject } from '../../../shared/k8s/index.js';
 import {
   createDownstream,
@@ -35,6 +35,7 @@ describe('downstream-sync', () => {
   let redis: TestRedis;
   let fn: Listening;
   let lc: Listening;
+  const http = createHttpClient();
   const received: Received[] = [];
   let lcStatus = 200;
 
@@ -68,7 +69,7 @@ describe('downstream-sync', () => {
       kube: api.kube,
       redis: redis.client,
       streams: createTaskStreams(redis.client, { maxLength: 1000 }),
-      localControllers: createLocalControllerClient({ timeoutMs: 2000 }),
+      localControllers: createLocalControllerClient({ timeoutMs: 2000, send: http.send }),
     });
     fn = await listen(
       buildServer(downstreamSyncDefinition({ downstream, readiness: [] }), {
@@ -80,6 +81,7 @@ describe('downstream-sync', () => {
   });
   afterAll(async () => {
     await fn.close();
+    http.close();
     await lc.close();
     await redis.close();
     await api.close();
