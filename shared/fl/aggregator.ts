@@ -81,7 +81,7 @@ interface AggregatorDeps {
   now: () => number;
   /** Runs `fn` at `atMs`; the returned function cancels it. */
   schedule: (atMs: number, fn: () => void) => () => void;
-  /** Run once the start-up's warm-up is done, before round 1 opens (collect-garbage.ts). */
+  /** Run once the start-up's warm-up is done, before a round is taken (collect-garbage.ts). */
   settle?: () => void;
   log: Logger;
   /** How long a claim on a round holds (a dead aggregator's lapses after this). */
@@ -344,6 +344,7 @@ async function start(run: Run): Promise<void> {
     if (created) log.info({ job: config.job }, 'round 1 opened');
   } else if (state.status === 'open' || state.status === 'aggregating') {
     await warmUp(run, (await baseModel(run, state.base)).bytes);
+    run.deps.settle?.();
   }
   await resume(run);
 }

@@ -137,8 +137,8 @@ function keptNetwork(): NetworkFor {
  * The memory a round's model is decoded into, reused round after round: one SharedArrayBuffer
  * that the thread reads the weights from (shared: neither copied nor transferred), grown to what
  * the round before needed. New memory costs a page fault per 4 KiB on first touch; on the
- * 10-trainer bench these were a fifth of a trainer's CPU between a round's event and its
- * training (perf, 2026-11-28). A round decodes into it once the round before is done or
+ * 10-trainer bench the decode's were a tenth of a trainer's main-thread CPU between a round's
+ * event and its training (perf, 2026-11-28). A round decodes into it once the round before is done or
  * superseded; a superseded round's thread may still read it, but its result is thrown away.
  */
 function reusedMemory(): { memory: Memory; reset(): void } {

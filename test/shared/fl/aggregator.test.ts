@@ -140,6 +140,18 @@ describe('the federated aggregator', () => {
       weights: encodeWeights(weightsOf(model0, fill)),
     });
 
+  it('settles once its warm-up is done, before round 1 opens, and again when resumed', async () => {
+    // The round the store holds when each settles (read at once: one connection keeps order).
+    const settled: Array<Promise<number | undefined>> = [];
+    const settle = () => {
+      settled.push(store.state().then((state) => state?.round));
+    };
+    await aggregator({}, { settle }).start();
+    await aggregator({}, { settle }).start();
+    // The first settled before the store held a round; the second, resuming, found round 1.
+    expect(await Promise.all(settled)).toEqual([undefined, 1]);
+  });
+
   it('opens round 1 and tells every trainer, with the model to train and its sha256', async () => {
     const agg = aggregator();
     await agg.start();
