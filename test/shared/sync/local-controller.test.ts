@@ -79,11 +79,9 @@ describe('the local controller client', () => {
 
   it('gives up on a local controller that never answers after its timeout', async () => {
     const base = await localController(() => undefined);
-    const started = performance.now();
     await expect(client.deliver(base, task('update'), 'edge0')).rejects.toThrow(
       /local controller of node edge0: no answer within 300 ms/,
     );
-    expect(performance.now() - started).toBeLessThan(5000);
   });
 
   it('refuses an answer over 64 KiB without reading it all', async () => {
