@@ -5,7 +5,7 @@
  * redelivered, and the stream side, already done, is not repeated.
  */
 import { UnavailableError } from '../errors/index.js';
-import { endpoint } from '../http/index.js';
+import { endpoint, succeeded } from '../http/index.js';
 import type { HttpSend } from '../http/index.js';
 import type { KubeObject } from '../k8s/index.js';
 import type { Task } from './task.js';
@@ -54,7 +54,7 @@ function createLocalControllerClient(options: { timeoutMs: number; send: HttpSen
         );
       }
       // A delete of something the LC never had is done.
-      if ((status >= 200 && status < 300) || (method === 'DELETE' && status === 404)) return;
+      if (succeeded(status) || (method === 'DELETE' && status === 404)) return;
       throw new UnavailableError(
         `local controller of node ${node} answered ${status} to ${method} ${path}`,
         2,

@@ -507,11 +507,8 @@ const dimsOf = (tensor: StoredTensor) => (tensor.dims ?? []).map((d) => Number(d
  * caller may change them): what federated learning averages. Other types (the int64 shape of a
  * Reshape) are left out; they are part of the graph, not of what is learnt.
  */
-function readInitializers(
-  bytes: Uint8Array,
-  memory: ValuesMemory = newMemory,
-): Map<string, FloatInitializer> {
-  return initializersOf(onnx.ModelProto.decode(bytes), memory);
+function readInitializers(bytes: Uint8Array): Map<string, FloatInitializer> {
+  return initializersOf(onnx.ModelProto.decode(bytes), newMemory);
 }
 
 /**
@@ -590,4 +587,4 @@ export {
   readTrainable,
   replaceInitializers,
 };
-export type { ExportOptions, OnnxSignature, FloatInitializer, ValuesMemory };
+export type { ExportOptions, OnnxSignature, FloatInitializer };
