@@ -218,7 +218,7 @@ interface Measured {
    * Small requests at low concurrency, alone and beside a stream of large batches: one pair per
    * round, each pair back to back, so that the two halves of a ratio see the same machine.
    */
-  tail: Array<{ alone: Figures; mixed: Figures }>;
+  tail: Array<{ alone: Figures; mixed: Figures; large: Figures }>;
 }
 
 /**
@@ -263,11 +263,11 @@ async function measureHttp(req: ReturnType<typeof requests>): Promise<Measured> 
     const tail: Measured['tail'] = [];
     for (let round = 0; round < rounds; round += 1) {
       const alone = await timedLoad(infer, req.one, seconds, 4);
-      const [mixed] = await Promise.all([
+      const [mixed, large] = await Promise.all([
         timedLoad(infer, req.one, seconds, 4),
         load(infer, req.binary64, seconds, 8),
       ]);
-      tail.push({ alone, mixed });
+      tail.push({ alone, mixed, large });
     }
     return { samples, tail };
   } finally {
@@ -315,8 +315,9 @@ function printHttp({ samples, tail }: Measured): void {
       'beside p50 ms',
       'beside p99 ms',
       'p99 ratio',
+      'batch 64 beside, samples/s',
     ],
-    tail.map(({ alone, mixed }, i) => [
+    tail.map(({ alone, mixed, large }, i) => [
       i + 1,
       Math.round(alone.rps),
       alone.p50,
@@ -325,6 +326,7 @@ function printHttp({ samples, tail }: Measured): void {
       mixed.p50,
       mixed.p99,
       Number((mixed.p99 / alone.p99).toFixed(2)),
+      Math.round(large.rps * 64),
     ]),
   );
 }
@@ -366,6 +368,7 @@ function report({ samples, tail }: Measured, starts: Record<'bundle' | 'tsc', nu
       small_p99_alone_ms: Number(alone.p99.toFixed(2)),
       small_p99_mixed_ms: Number(mixed.p99.toFixed(2)),
       small_p99_ratio: p99Ratio,
+      batch64_beside_small_samples_per_s: Math.round(summary(tail.map((t) => t.large)).rps * 64),
       start_to_first_prediction_ms: startMs,
       start_to_first_prediction_tsc_build_ms: Math.round(median(starts.tsc)),
     },

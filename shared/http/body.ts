@@ -106,6 +106,9 @@ function readBody(
   alignAt?: number,
 ): void {
   const empty = Buffer.alloc(0);
+  // Closed while its body waited to be read (server.ts): no event would come.
+  if (req.destroyed)
+    return done(new Error('the client closed the request before its body was read'), empty);
   const tooLarge = () =>
     new PayloadTooLargeError(`request body exceeds the limit of ${limit} bytes`);
   const declared = req.headers['content-length'];

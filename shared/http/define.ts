@@ -75,6 +75,7 @@ interface FunctionDefinition {
   readonly routes: readonly HttpRoute[];
   readonly readiness: readonly ReadinessCheck[];
   readonly alignBodyAt?: AlignBodyAt;
+  readonly bodyTurn?: BodyTurn;
   /**
    * Paths whose errors answer `{"error": "<message>"}`, as the Open Inference Protocol requires,
    * instead of the project's `{"error": {status, reason, message}}`.
@@ -100,6 +101,17 @@ type FunctionFactory = (runtime: { config: RuntimeConfig; telemetry: Telemetry }
 type AlignBodyAt = (
   headers: Readonly<Record<string, string | string[] | undefined>>,
 ) => number | undefined;
+
+/**
+ * For requests whose body should be read after other work: what to wait for first, from the
+ * request's headers (`undefined`: read it at once). The socket is not read meanwhile, so the
+ * rest of the body waits in the kernel's buffers and TCP holds its sender back; the thread
+ * serves the requests that arrive meanwhile first. The inference workers make each large body
+ * wait for its turn (shared/inference/turns.ts). It must not reject.
+ */
+type BodyTurn = (
+  headers: Readonly<Record<string, string | string[] | undefined>>,
+) => Promise<void> | undefined;
 
 type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -185,6 +197,7 @@ function defineFunction(definition: {
   routes?: readonly HttpRoute[];
   readiness?: readonly ReadinessCheck[];
   alignBodyAt?: AlignBodyAt;
+  bodyTurn?: BodyTurn;
   errorMessageOnly?: (path: string) => boolean;
 }): FunctionDefinition {
   const events = definition.events ?? [];
@@ -213,6 +226,7 @@ function defineFunction(definition: {
     routes,
     readiness: definition.readiness ?? [],
     ...(definition.alignBodyAt === undefined ? {} : { alignBodyAt: definition.alignBodyAt }),
+    ...(definition.bodyTurn === undefined ? {} : { bodyTurn: definition.bodyTurn }),
     ...(definition.errorMessageOnly === undefined
       ? {}
       : { errorMessageOnly: definition.errorMessageOnly }),
@@ -231,4 +245,5 @@ export type {
   ReadinessCheck,
   RequestContext,
   AlignBodyAt,
+  BodyTurn,
 };

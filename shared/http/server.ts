@@ -2,7 +2,8 @@
  * The front every function is served by in its container: `node:http` itself, with nothing
  * between the socket and the handler but what this file does: refuse a path with broken
  * percent-encoding, read the body under the configured limit (chunked and compressed bodies
- * included, aligned when the function asks), then hand the request to the handler.
+ * included, aligned and after a turn when the function asks), then hand the request to the
+ * handler.
  * functions-framework stays the programming model (framework.ts), not the request path.
  */
 import { createServer } from 'node:http';
@@ -44,9 +45,10 @@ interface Front {
 }
 
 /**
- * The request listener: checks the path and the body's alignment header, reads the body under
- * the limit, then serves. A request refused before its body is read closes its connection after
- * the answer, and the unread rest of the body is discarded.
+ * The request listener: checks the path and the body's alignment header, waits for the body's
+ * turn when the function asks for one, reads the body under the limit, then serves. A request
+ * refused before its body is read closes its connection after the answer, and the unread rest of
+ * the body is discarded.
  */
 function frontListener(definition: FunctionDefinition, handler: Handler, limit: number) {
   const refuse = (req: IncomingMessage, res: ServerResponse, err: unknown) => {
@@ -57,21 +59,26 @@ function frontListener(definition: FunctionDefinition, handler: Handler, limit: 
   return (req: IncomingMessage, res: ServerResponse): void => {
     let path: string;
     let alignAt: number | undefined;
+    let turn: Promise<void> | undefined;
     try {
       path = checkedPath(req.url);
       alignAt = definition.alignBodyAt?.(req.headers);
+      turn = definition.bodyTurn?.(req.headers);
     } catch (err) {
       return refuse(req, res, err);
     }
-    readBody(
-      req,
-      limit,
-      (err, body) => {
-        if (err !== undefined) refuse(req, res, err);
-        else handler.handle(req, res, body, path);
-      },
-      alignAt,
-    );
+    const read = () =>
+      readBody(
+        req,
+        limit,
+        (err, body) => {
+          if (err !== undefined) refuse(req, res, err);
+          else handler.handle(req, res, body, path);
+        },
+        alignAt,
+      );
+    if (turn === undefined) read();
+    else turn.then(read, (err: unknown) => refuse(req, res, err));
   };
 }
 

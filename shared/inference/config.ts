@@ -35,6 +35,8 @@ const servingSchema = z.object({
   POOL_MAX_WAIT_MS: int(0, 0),
   // Queued and running together; past it a retryable 503 (pool.ts).
   POOL_DEADLINE_MS: int(1, 5000),
+  // While small requests wait, large ones' steps on the HTTP thread every this many turns.
+  POOL_LARGE_TURNS_APART: int(1, 3),
   // Chaos testing only: stop one inference thread every this many ms (0: never).
   POOL_CHAOS_STOP_MS: int(0, 0),
   WORKER_PARAMETERS: z.string().optional(),
@@ -110,6 +112,7 @@ interface ServingConfig {
     maxQueueRows: number;
     maxWaitMs: number;
     deadlineMs: number;
+    largeTurnsApart: number;
     chaosStopEveryMs: number;
   };
 }
@@ -144,6 +147,7 @@ function loadServingConfig(worker: 'edge' | 'cloud', env: Env = process.env): Se
       maxQueueRows: raw.POOL_MAX_QUEUE_ROWS,
       maxWaitMs: raw.POOL_MAX_WAIT_MS,
       deadlineMs: raw.POOL_DEADLINE_MS,
+      largeTurnsApart: raw.POOL_LARGE_TURNS_APART,
       chaosStopEveryMs: raw.POOL_CHAOS_STOP_MS,
     },
   };

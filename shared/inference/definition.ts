@@ -418,6 +418,9 @@ function inferenceDefinition(options: InferenceOptions): FunctionDefinition {
       const length = Number(headers['inference-header-content-length']);
       return Number.isSafeInteger(length) && length > 0 ? length : undefined;
     },
+    // A large body is read in its turn, after the small requests that came meanwhile.
+    bodyTurn: (headers) =>
+      Number(headers['content-length']) > largeBodyBytes ? largeWork() : undefined,
     routes: [...inferRoutes(serving), ...describeRoutes(serving), ...(options.extraRoutes ?? [])],
     events: [
       onEvent({

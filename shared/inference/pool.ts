@@ -8,7 +8,8 @@
  * apart).
  * A model without a batch dimension runs one request at a time. The queue is capped: past
  * `maxQueueRows` a request is refused at once with a retryable 503 instead of waiting without
- * bound; small requests go first (request-queue.ts).
+ * bound; small requests go first (request-queue.ts), and while one waits, large requests' work
+ * on the HTTP thread runs `largeTurnsApart` turns apart (turns.ts).
  *
  * What the pool guarantees on top:
  * - Every request settles by its deadline (`deadlineMs`, queued and running together): past it,
@@ -58,6 +59,11 @@ interface PoolOptions {
   maxWaitMs: number;
   /** How long a request may wait for its answer, queued and running (default 5 s). */
   deadlineMs?: number;
+  /**
+   * While small requests wait here, large requests' pieces of work on the HTTP thread run only
+   * every this many turns of the event loop (turns.ts; default 3, 1: every turn).
+   */
+  largeTurnsApart?: number;
   /** Called with the rows of each session run (batch-size metrics). */
   onRun?: (rows: number) => void;
   /** Told when a thread dies, fails to start or is replaced. */
@@ -109,6 +115,7 @@ interface ServingPool extends InferencePool {
 }
 
 const defaultDeadlineMs = 5000;
+const defaultLargeTurnsApart = 3;
 /**
  * Small requests count as about for this long after the last one came: a caller of small ones
  * that is between two of them (its answer being written, its next request being read) is still
@@ -227,6 +234,8 @@ class HealingPool implements ServingPool {
   private lastFailure: string | undefined;
   private unique = 0;
   private readonly uniqueKey = () => `alone:${(this.unique += 1)}`;
+  /** Stops the HTTP thread's large work yielding to this pool's small requests. */
+  private readonly unyield: () => void;
 
   constructor(
     readonly signature: Signature,
@@ -238,6 +247,10 @@ class HealingPool implements ServingPool {
     this.inputNames = signature.inputs.map((spec) => spec.name);
     this.startThread = options.startThread ?? startOnnxWorker;
     for (const thread of threads) this.adopt(thread);
+    this.unyield = largeWork.yieldTo({
+      busy: () => this.smallWaiting > 0,
+      turnsApart: options.largeTurnsApart ?? defaultLargeTurnsApart,
+    });
     const every = options.chaosStopEveryMs ?? 0;
     if (every > 0) {
       let turn = 0;
@@ -311,6 +324,7 @@ class HealingPool implements ServingPool {
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    this.unyield();
     clearTimeout(this.waiting);
     clearImmediate(this.turn);
     clearInterval(this.chaos);

@@ -35,6 +35,16 @@ describe('loadServingConfig', () => {
     ).toMatchObject({ deadlineMs: 250, chaosStopEveryMs: 5000 });
   });
 
+  it('spaces large requests three turns apart while small ones wait, unless told otherwise', () => {
+    expect(loadServingConfig('edge', env).pool.largeTurnsApart).toBe(3);
+    expect(
+      loadServingConfig('edge', { ...env, POOL_LARGE_TURNS_APART: '1' }).pool.largeTurnsApart,
+    ).toBe(1);
+    expect(() => loadServingConfig('edge', { ...env, POOL_LARGE_TURNS_APART: '0' })).toThrow(
+      /POOL_LARGE_TURNS_APART/,
+    );
+  });
+
   it('refuses a deadline under 1 ms, naming the variable', () => {
     expect(() => loadServingConfig('edge', { ...env, POOL_DEADLINE_MS: '0' })).toThrow(
       /POOL_DEADLINE_MS/,

@@ -1,8 +1,8 @@
 /**
  * Large requests take turns on the HTTP thread (shared/inference/turns.ts): one piece of large
  * work per turn of the event loop, so a small request's next step runs between two of them; and
- * the pool hands a run's large answers to their callers one per turn (pool.ts). Orders, never
- * durations.
+ * the pool hands a run's large answers to their callers one per turn (pool.ts); while small
+ * work is in flight, large pieces run further apart. Orders and turns, never durations.
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
@@ -58,6 +58,42 @@ describe('turns of the HTTP thread', () => {
     // One per turn: three different turns, in a row.
     expect(seen[1]! - seen[0]!).toBe(1);
     expect(seen[2]! - seen[1]!).toBe(1);
+  });
+});
+
+describe('turns while small work is in flight', () => {
+  /** The turns at which three large pieces ran. */
+  async function threePieces(turn: ReturnType<typeof createTurns>): Promise<number[]> {
+    const counter = turnCounter();
+    const seen: number[] = [];
+    await Promise.all([1, 2, 3].map(() => turn().then(() => seen.push(counter.now()))));
+    counter.stop();
+    return seen;
+  }
+  const gaps = (seen: number[]) => seen.slice(1).map((t, i) => t - seen[i]!);
+
+  it('runs a large piece only every turnsApart-th turn while a source is busy', async () => {
+    const turn = createTurns();
+    turn.yieldTo({ busy: () => true, turnsApart: 4 });
+    expect(gaps(await threePieces(turn))).toEqual([4, 4]);
+  });
+
+  it('runs one per turn while no source is busy, and once the busy one is removed', async () => {
+    const turn = createTurns();
+    let busy = false;
+    const remove = turn.yieldTo({ busy: () => busy, turnsApart: 4 });
+    expect(gaps(await threePieces(turn))).toEqual([1, 1]);
+    busy = true;
+    remove();
+    expect(gaps(await threePieces(turn))).toEqual([1, 1]);
+  });
+
+  it('keeps the widest spacing among the busy sources', async () => {
+    const turn = createTurns();
+    turn.yieldTo({ busy: () => true, turnsApart: 2 });
+    turn.yieldTo({ busy: () => false, turnsApart: 6 });
+    turn.yieldTo({ busy: () => true, turnsApart: 3 });
+    expect(gaps(await threePieces(turn))).toEqual([3, 3]);
   });
 });
 
