@@ -237,7 +237,11 @@ const orders: ReadonlyArray<ReadonlyArray<'node' | 'ff' | 'one'>> = [
 /** The interleaved rounds against the hellos and the edge worker, then the small-request tail. */
 async function measureHttp(req: ReturnType<typeof requests>): Promise<Measured> {
   const hellos = { node: await startHello('node'), ff: await startHello('ff') };
-  const edge = await startEdge(entries.bundle, req.one);
+  // A worker that fails to start must not leave the hellos (and this process) running.
+  const edge = await startEdge(entries.bundle, req.one).catch(async (err: unknown) => {
+    await Promise.all([hellos.node.stop(), hellos.ff.stop()]);
+    throw err;
+  });
   const infer = `${edge.base}/v2/models/edge/infer`;
   const urls = { node: `${hellos.node.base}/`, ff: `${hellos.ff.base}/`, one: infer };
   const samples: Measured['samples'] = {
