@@ -46,7 +46,6 @@ function createTurns(): Turns {
   };
   function next(): void {
     scheduled = false;
-    if (waiting.length === 0) return;
     skipped += 1;
     if (skipped < apart()) return schedule();
     skipped = 0;
@@ -74,4 +73,3 @@ function createTurns(): Turns {
 const largeWork = createTurns();
 
 export { createTurns, largeWork };
-export type { SmallWork };
